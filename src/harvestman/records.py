@@ -1,0 +1,237 @@
+"""Frozen, typed records passed between the stages: fetch, parse, frontier, storage."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+Headers = tuple[tuple[str, str], ...]
+
+
+class UrlState(enum.IntEnum):
+    """A URL's state in the crawl database (Nutch's CrawlDatum statuses)."""
+
+    UNFETCHED = 0
+    FETCHED = 1
+    GONE = 2
+    REDIRECT_TEMP = 3
+    REDIRECT_PERM = 4
+    NOT_MODIFIED = 5
+    DUPLICATE = 6
+
+
+@dataclass(frozen=True, slots=True)
+class Timings:
+    """Seconds from the start of one request to each milestone (libcurl's *_TIME values)."""
+
+    dns: float = 0.0
+    connect: float = 0.0
+    tls: float = 0.0
+    first_byte: float = 0.0
+    total: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class HttpRequest:
+    """One HTTP GET as the transport sees it: no redirects are followed below this level."""
+
+    url: str
+    headers: Headers = ()
+    timeout: float = 60.0  # total deadline for this request, seconds
+    max_size: int = 10 * 1024 * 1024  # cap on the (decompressed) body, bytes
+
+
+@dataclass(frozen=True, slots=True)
+class HttpResponse:
+    """One HTTP response as the transport returns it; the body is already content-decoded."""
+
+    url: str
+    status: int
+    headers: Headers
+    body: bytes
+    wire_bytes: int  # bytes received on the wire (headers + encoded body)
+    truncated: bool  # the body hit the size cap and was cut
+    timings: Timings
+    remote_addr: str = ""
+    http_version: str = ""
+
+    def header(self, name: str) -> str | None:
+        """The last value of header `name` (case-insensitive), or None."""
+        lname = name.lower()
+        for key, value in reversed(self.headers):
+            if key.lower() == lname:
+                return value
+        return None
+
+
+@dataclass(frozen=True, slots=True)
+class RedirectHop:
+    """One redirect on the way to the final URL."""
+
+    url: str
+    status: int
+    location: str
+
+
+@dataclass(frozen=True, slots=True)
+class FetchResult:
+    """The result of fetching one URL, redirects followed: the seed's WebPageItem, and more."""
+
+    url: str  # as requested
+    final_url: str  # after redirects (the seed's ResponseUrl)
+    redirects: tuple[RedirectHop, ...] = ()
+    status: int = 0  # HTTP status of the final response; 0 when no response came
+    headers: Headers = ()
+    content_type: str = ""  # media type without parameters, lower case
+    charset: str = ""  # the charset used to decode `text`
+    text: str | None = None  # decoded text, for textual content
+    body: bytes = b""  # raw (content-decoded) body bytes, always kept
+    is_binary: bool = False
+    error_class: str = ""  # empty when there was no error
+    error_message: str = ""
+    started_at: float = 0.0  # wall-clock time.time() when the first attempt began
+    timings: Timings = field(default_factory=Timings)
+    wire_bytes: int = 0
+    truncated: bool = False
+    attempt: int = 1
+    remote_addr: str = ""
+
+    @property
+    def error(self) -> bool:
+        """Whether the fetch failed (no usable response)."""
+        return bool(self.error_class)
+
+    @property
+    def server_success(self) -> bool:
+        """Whether the server answered with a 2xx status."""
+        return 200 <= self.status < 300
+
+    @property
+    def body_size(self) -> int:
+        """Size of the (content-decoded) body in bytes."""
+        return len(self.body)
+
+    def header(self, name: str) -> str | None:
+        """The last value of response header `name` (case-insensitive), or None."""
+        lname = name.lower()
+        for key, value in reversed(self.headers):
+            if key.lower() == lname:
+                return value
+        return None
+
+
+class LinkKind(enum.Enum):
+    """Where in the page a link was found."""
+
+    ANCHOR = "a"
+    AREA = "area"
+    FRAME = "frame"
+    IFRAME = "iframe"
+    CANONICAL = "canonical"
+    ALTERNATE = "alternate"
+    NEXT = "next"
+    META_REFRESH = "meta_refresh"
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """An outlink, already resolved against the page's base URL (not yet normalized)."""
+
+    url: str
+    kind: LinkKind = LinkKind.ANCHOR
+    anchor: str = ""
+    nofollow: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedPage:
+    """What the parser extracts from one HTML document."""
+
+    title: str = ""
+    description: str = ""
+    language: str = ""
+    text: str = ""
+    links: tuple[Link, ...] = ()
+    noindex: bool = False
+    nofollow: bool = False  # meta robots nofollow: follow none of the links
+    base_url: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CrawledPage:
+    """A page as the crawler hands it to library users: the fetch result and what was parsed."""
+
+    result: FetchResult
+    parsed: ParsedPage | None
+    depth: int
+    outlinks: tuple[str, ...] = ()  # normalized, in-scope links queued from this page
+
+
+@dataclass(frozen=True, slots=True)
+class NewUrl:
+    """A URL to add to the frontier; `url` is normalized, `host` is its politeness key."""
+
+    url: str
+    host: str
+    depth: int = 0
+    score: float = 0.0
+    parent: str = ""  # the URL it was found on
+
+
+@dataclass(frozen=True, slots=True)
+class LeasedUrl:
+    """A URL handed to a worker until `lease_until`."""
+
+    url: str
+    host: str
+    depth: int
+    retries: int
+    lease_until: float
+    etag: str = ""
+    last_modified: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FetchOutcome:
+    """What a worker reports back for a leased URL."""
+
+    url: str
+    state: UrlState  # UNFETCHED means: retry later (at `next_fetch_time`)
+    fetch_time: float
+    next_fetch_time: float = 0.0
+    http_status: int = 0
+    error_class: str = ""
+    error_message: str = ""
+    signature: str = ""
+    etag: str = ""
+    last_modified: str = ""
+    content_type: str = ""
+    body_size: int = 0
+    wire_bytes: int = 0
+    retried: bool = False  # count this attempt against the URL's retries
+    final_url: str = ""  # where redirects ended, when it differs from `url`
+
+
+@dataclass(frozen=True, slots=True)
+class UrlRecord:
+    """One row of the crawl database, for status and export."""
+
+    url: str
+    host: str
+    state: UrlState
+    depth: int
+    retries: int
+    score: float
+    parent: str
+    fetch_time: float
+    next_fetch_time: float
+    http_status: int
+    error_class: str
+    error_message: str
+    signature: str
+    etag: str
+    last_modified: str
+    content_type: str
+    body_size: int
+    wire_bytes: int
+    final_url: str
