@@ -91,3 +91,10 @@ class ContentError(FetchError):
 
     error_class = "content"
     transient = False
+
+
+class UnsupportedUrlError(FetchError):
+    """The URL to fetch is not http(s) (or cannot be requested at all)."""
+
+    error_class = "unsupported_url"
+    transient = False

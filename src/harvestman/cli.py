@@ -1,0 +1,227 @@
+"""The `harvestman` command: crawl, download, status, export, demo."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harvestman import __version__
+from harvestman.config import CrawlConfig, config_from_mapping, load_toml
+from harvestman.engine import Crawler
+from harvestman.errors import ConfigError, HarvestmanError
+from harvestman.progress import ProgressDisplay, print_summary
+from harvestman.report import crawl_report, export_records
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+
+def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
+    parser.add_argument("urls", nargs="*", metavar="URL", help="seed URLs" if follow else "URLs to fetch")
+    parser.add_argument(
+        "-i",
+        "--input",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="read URLs from FILE, one per line ('#' starts a comment)",
+    )
+    parser.add_argument("--out", "-o", required=True, type=Path, metavar="DIR", help="output folder")
+    parser.add_argument("--config", type=Path, metavar="TOML", help="read settings from a TOML file")
+    if follow:
+        parser.add_argument("--max-pages", type=int, help="stop after N pages (default: no limit)")
+        parser.add_argument(
+            "--max-depth", type=int, help="follow links at most D hops from a seed (default 25)"
+        )
+        parser.add_argument(
+            "--scope",
+            choices=["host", "domain", "any"],
+            help="which links to follow: the seeds' hosts (default), their domains, or any",
+        )
+        parser.add_argument(
+            "--include", action="append", metavar="REGEX", help="only follow URLs matching REGEX"
+        )
+        parser.add_argument(
+            "--exclude", action="append", metavar="REGEX", help="never follow URLs matching REGEX"
+        )
+    parser.add_argument("--concurrency", type=int, help="concurrent fetches in total (default 100)")
+    parser.add_argument("--per-host", type=int, help="concurrent fetches per host (default 2)")
+    parser.add_argument(
+        "--delay", type=float, metavar="SECONDS", help="minimum delay between fetches of a host"
+    )
+    parser.add_argument("--retries", type=int, help="retries of a failed fetch (default 3)")
+    parser.add_argument(
+        "--timeout", type=float, metavar="SECONDS", help="total time allowed per fetch (default 60)"
+    )
+    parser.add_argument(
+        "--max-size", type=int, metavar="BYTES", help="truncate bodies beyond BYTES (default 10 MiB)"
+    )
+    parser.add_argument("--user-agent", help="User-Agent header and robots.txt product token")
+    parser.add_argument(
+        "--resolve", action="append", metavar="HOST:PORT:ADDR", help="pin a host name to an address"
+    )
+    parser.add_argument(
+        "--allow-net",
+        action="append",
+        metavar="CIDR",
+        help="allow connections to this private/loopback range (repeatable)",
+    )
+    parser.add_argument(
+        "--host-key", choices=["host", "domain", "ip"], help="what a politeness queue is keyed by"
+    )
+    parser.add_argument("--ignore-robots", action="store_true", default=None, help="do not obey robots.txt")
+    parser.add_argument(
+        "--insecure", action="store_true", default=None, help="do not verify TLS certificates"
+    )
+    parser.add_argument("--resume", action="store_true", default=None, help="continue the crawl in DIR")
+    parser.add_argument("--quiet", "-q", action="store_true", default=None, help="no progress display")
+    parser.add_argument(
+        "--log-json", action="store_true", default=None, help="print every event as a JSON line"
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the `harvestman` command."""
+    parser = argparse.ArgumentParser(prog="harvestman", description="A polite, resumable, fast web crawler.")
+    parser.add_argument("--version", action="version", version=f"harvestman {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    _crawl_options(commands.add_parser("crawl", help="crawl from seed URLs, following links"), follow=True)
+    _crawl_options(
+        commands.add_parser("download", help="fetch a list of URLs without following links"), follow=False
+    )
+    status = commands.add_parser("status", help="summarise a crawl folder")
+    status.add_argument("dir", type=Path, metavar="DIR")
+    status.add_argument("--json", action="store_true", help="print JSON")
+    export = commands.add_parser("export", help="one record per URL with its state and metadata")
+    export.add_argument("dir", type=Path, metavar="DIR")
+    export.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl")
+    export.add_argument("--output", type=Path, metavar="FILE", help="write here (default: DIR/export.FORMAT)")
+    demo = commands.add_parser("demo", help="serve the bundled demo site on loopback and crawl it")
+    demo.add_argument(
+        "--out", "-o", type=Path, metavar="DIR", help="output folder (default: a new temporary one)"
+    )
+    demo.add_argument("--quiet", "-q", action="store_true", default=None, help="no progress display")
+    return parser
+
+
+_RENAMES = {
+    "urls": None,
+    "input": None,
+    "config": None,
+    "command": None,
+    "out": "out_dir",
+    "ignore_robots": "obey_robots",
+    "insecure": "verify_tls",
+}
+
+
+def config_from_args(args: argparse.Namespace, *, follow: bool) -> CrawlConfig:
+    """Merge the TOML file (if any) and the command-line options into one validated config."""
+    values: dict[str, Any] = load_toml(args.config) if getattr(args, "config", None) else {}
+    for key, value in vars(args).items():
+        if value is None or (key not in _RENAMES and key not in CrawlConfig.__dataclass_fields__):
+            continue
+        target = _RENAMES.get(key, key)
+        if target is None:
+            continue
+        if key in ("ignore_robots", "insecure"):
+            value = not value
+        values[target] = value
+    seeds = list(values.get("seeds", [])) + list(getattr(args, "urls", []))
+    for path in getattr(args, "input", []):
+        seeds.extend(read_url_file(Path(path)))
+    values["seeds"] = seeds
+    if not follow:
+        values.update(follow_links=False, max_depth=0, scope="any")
+    cfg = config_from_mapping(values)
+    if not cfg.seeds and not cfg.resume:
+        raise ConfigError("no URL given: name some on the command line or with -i FILE")
+    return cfg
+
+
+def read_url_file(path: Path) -> list[str]:
+    """URLs from a file, one per line; blank lines and '#' comments are skipped."""
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError as exc:
+        raise ConfigError(f"cannot read URL file {path}: {exc.strerror}") from None
+    return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
+
+
+def run_crawl(cfg: CrawlConfig) -> int:
+    """Run one crawl with a progress display and a summary; Ctrl-C stops it cleanly."""
+    crawler = Crawler(cfg)
+    display = None if cfg.quiet or cfg.log_json else ProgressDisplay(crawler.stats)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, crawler.stop)
+        await crawler.run()
+
+    if display is not None:
+        with display:
+            asyncio.run(main())
+    else:
+        asyncio.run(main())
+    if not cfg.quiet and not cfg.log_json:
+        print_summary(crawl_report(cfg.out_dir))
+    return EXIT_OK
+
+
+def run_demo(out: Path | None, quiet: bool) -> int:
+    """Serve the bundled demo web on loopback addresses and crawl it."""
+    from harvestman.demo import DemoServer, demo_config_values
+
+    folder = out or Path(tempfile.mkdtemp(prefix="harvestman-demo-"))
+    with DemoServer() as server:
+        values = demo_config_values(server)
+        cfg = config_from_mapping({**values, "out_dir": folder, "quiet": bool(quiet)})
+        code = run_crawl(cfg)
+    print(f"demo crawl stored in {folder} (try: harvestman status {folder})")
+    return code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the `harvestman` console script."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command in ("crawl", "download"):
+            return run_crawl(config_from_args(args, follow=args.command == "crawl"))
+        if args.command == "status":
+            report = crawl_report(args.dir)
+            if args.json:
+                print(json.dumps(report, indent=2, sort_keys=True))
+            else:
+                print_summary(report)
+            return EXIT_OK
+        if args.command == "export":
+            written = export_records(args.dir, args.format, args.output)
+            print(f"{written.count} records written to {written.path}")
+            return EXIT_OK
+        if args.command == "demo":
+            return run_demo(args.out, args.quiet)
+    except ConfigError as exc:
+        print(f"harvestman: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except HarvestmanError as exc:
+        print(f"harvestman: error: {exc}", file=sys.stderr)
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        print("harvestman: interrupted", file=sys.stderr)
+        return 130
+    parser.error(f"unknown command {args.command!r}")
+    return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

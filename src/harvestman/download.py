@@ -1,0 +1,124 @@
+"""`download()`: fetch a list of URLs in parallel, with retries, yielding each result as it completes."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from harvestman.config import CrawlConfig, config_from_mapping
+from harvestman.fetcher import Fetcher, is_transient
+from harvestman.journal import RunJournal
+from harvestman.politeness import parse_retry_after, retry_backoff
+from harvestman.records import FetchResult
+from harvestman.sync import iterate_in_thread
+from harvestman.transport import CurlTransport, Transport, TransportSettings
+
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+DOWNLOAD_BACKOFF_BASE = 0.5  # seconds; a list download retries sooner than a crawl would
+
+
+class Download:
+    """The results of one `download()` call: iterate with `for` or `async for`."""
+
+    def __init__(
+        self, urls: Iterable[str], config: CrawlConfig, transport: Transport | None, log_dir: Path | None
+    ) -> None:
+        self._urls = list(urls)
+        self._config = config
+        self._transport = transport
+        self._log_dir = log_dir
+
+    def __iter__(self) -> Iterator[FetchResult]:
+        return iterate_in_thread(self._run)
+
+    def __aiter__(self) -> AsyncIterator[FetchResult]:
+        return self._run()
+
+    async def _run(self) -> AsyncGenerator[FetchResult, None]:
+        cfg = self._config
+        transport = self._transport or CurlTransport(TransportSettings.from_config(cfg))
+        fetcher = Fetcher(transport, max_redirects=cfg.max_redirects)
+        journal = RunJournal(self._log_dir) if self._log_dir else None
+        total = asyncio.Semaphore(cfg.concurrency)
+        per_host: defaultdict[str, asyncio.Semaphore] = defaultdict(lambda: asyncio.Semaphore(cfg.per_host))
+        done: asyncio.Queue[FetchResult] = asyncio.Queue()
+
+        async def one(url: str) -> None:
+            host = urlsplit(url).hostname or ""
+            attempt = 1
+            while True:
+                async with total, per_host[host]:
+                    result = await fetcher.fetch(
+                        url,
+                        timeout=cfg.timeout,
+                        max_size=cfg.max_size,
+                        attempt=attempt,
+                        headers=cfg.extra_headers,
+                    )
+                    if cfg.delay:
+                        await asyncio.sleep(cfg.delay)  # held inside the host's slot: the delay is per host
+                wait = _retry_wait(result, attempt, cfg)
+                if wait is None:
+                    break
+                attempt += 1
+                await asyncio.sleep(wait)
+            if journal is not None:
+                ok = not result.error and result.server_success
+                journal.download(url, ok, result.error_message or f"HTTP {result.status}")
+            await done.put(result)
+
+        tasks = [asyncio.create_task(one(url)) for url in self._urls]
+        try:
+            for _ in range(len(tasks)):
+                yield await done.get()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if self._transport is None:
+                await transport.aclose()
+            if journal is not None:
+                journal.close()
+
+
+def _retry_wait(result: FetchResult, attempt: int, cfg: CrawlConfig) -> float | None:
+    """Seconds before another attempt, or None when the result is final."""
+    if attempt > cfg.retries:
+        return None
+    if result.error and is_transient(result.error_class):
+        return retry_backoff(attempt - 1, base=DOWNLOAD_BACKOFF_BASE, cap=30.0)
+    if result.status in RETRY_STATUSES:
+        default = retry_backoff(attempt - 1, base=DOWNLOAD_BACKOFF_BASE, cap=30.0)
+        if result.status in (429, 503):
+            return parse_retry_after(
+                result.header("retry-after"), time.time(), cap=cfg.retry_after_cap, default=default
+            )
+        return default
+    return None
+
+
+def download(
+    urls: Iterable[str],
+    *,
+    concurrency: int = 100,
+    retries: int = 3,
+    timeout: float = 60.0,
+    log_dir: str | Path | None = None,
+    transport: Transport | None = None,
+    **options: Any,
+) -> Download:
+    """Fetch `urls` (no links followed), yielding one FetchResult per URL as each completes.
+
+    Other options are CrawlConfig's (per_host, max_size, user_agent, allow_net, resolve, ...).
+    With `log_dir`, a `download.log` in the seed's format is appended there.
+    """
+    cfg = config_from_mapping({"concurrency": concurrency, "retries": retries, "timeout": timeout, **options})
+    folder = Path(log_dir) if log_dir is not None else None
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+    return Download(urls, cfg, transport, folder)

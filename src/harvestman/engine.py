@@ -1,0 +1,503 @@
+"""The crawl engine: lease URLs from the frontier, fetch, parse, store, report back."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harvestman.config import CrawlConfig
+from harvestman.errors import ConfigError, InvalidUrlError
+from harvestman.events import Event, EventKind
+from harvestman.fetcher import Fetcher
+from harvestman.frontier import Frontier
+from harvestman.journal import RunJournal
+from harvestman.outcome import Decision, decide
+from harvestman.parse import parse_html
+from harvestman.politeness import breaker_pause
+from harvestman.records import CrawledPage, FetchOutcome, FetchResult, LeasedUrl, NewUrl, ParsedPage, UrlState
+from harvestman.robots_gate import RobotsGate
+from harvestman.scope import Scope
+from harvestman.sqlite_frontier import SqliteFrontier
+from harvestman.sync import iterate_in_thread
+from harvestman.transport import CurlTransport, Transport, TransportSettings
+from harvestman.urls import normalize, politeness_key
+from harvestman.warc import WarcWriter, recover
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+ACCEPT_ENCODING = "gzip, deflate, br, zstd"
+IDLE_POLL = 0.25  # longest sleep while waiting for a host to become ready
+
+
+@dataclass(slots=True)
+class CrawlStats:
+    """Counters of this run, read by the progress display and the summary."""
+
+    started_at: float = field(default_factory=time.time)
+    fetched: int = 0  # responses stored
+    failed: int = 0  # URLs that ended in an error
+    retried: int = 0  # attempts that will be retried
+    skipped: int = 0  # refused before fetching (robots.txt, invalid seed)
+    bytes: int = 0  # bytes on the wire
+    in_flight: int = 0
+    busy_hosts: set[str] = field(default_factory=set)
+
+    def pages_per_second(self, now: float | None = None) -> float:
+        """Responses stored per second since the run started."""
+        elapsed = (now or time.time()) - self.started_at
+        return self.fetched / elapsed if elapsed > 0 else 0.0
+
+
+PageHandler = Callable[[CrawledPage], Awaitable[None]]
+EventHandler = Callable[[Event], None]
+
+
+class Crawler:
+    """Runs one crawl (or a download of a list) into `config.out_dir`, resumable at any moment."""
+
+    def __init__(
+        self,
+        config: CrawlConfig,
+        *,
+        transport: Transport | None = None,
+        frontier: Frontier | None = None,
+        on_event: EventHandler | None = None,
+    ) -> None:
+        self.config = config
+        self.stats = CrawlStats()
+        self._transport = transport
+        self._frontier = frontier
+        self._listeners: list[EventHandler] = [on_event] if on_event else []
+        self._stopping = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pending: list[tuple[FetchOutcome, list[NewUrl]]] = []
+        self._wake = asyncio.Event()
+        self._done_total = 0
+
+    # ----- faces -----------------------------------------------------------------------------
+
+    def subscribe(self, handler: EventHandler) -> None:
+        """Call `handler` with every event of the run (on the engine's thread)."""
+        self._listeners.append(handler)
+
+    def stop(self) -> None:
+        """Ask the crawl to finish the fetches in flight, commit, and return (thread-safe)."""
+        self._stopping = True
+        if self._loop is not None and not self._loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                self._loop.call_soon_threadsafe(self._wake.set)
+
+    async def pages(self) -> AsyncGenerator[CrawledPage, None]:
+        """Run the crawl, yielding each page as soon as it is stored."""
+        pages: asyncio.Queue[CrawledPage | None] = asyncio.Queue(maxsize=256)
+
+        async def handler(page: CrawledPage) -> None:
+            await pages.put(page)
+
+        task = asyncio.create_task(self.run(on_page=handler))
+        task.add_done_callback(lambda _: pages.put_nowait(None))
+        try:
+            while (page := await pages.get()) is not None:
+                yield page
+        finally:
+            if not task.done():
+                self.stop()
+                while not task.done():  # drain so the producer is never blocked on a full queue
+                    with contextlib.suppress(asyncio.QueueEmpty):
+                        pages.get_nowait()
+                    await asyncio.sleep(0.01)
+            await task  # re-raise what the crawl raised
+
+    def __iter__(self) -> Iterator[CrawledPage]:
+        """Run the crawl on a background thread, yielding pages to this (synchronous) consumer."""
+        return iterate_in_thread(self.pages)
+
+    # ----- the run ---------------------------------------------------------------------------
+
+    async def run(self, on_page: PageHandler | None = None) -> CrawlStats:
+        """Crawl until the frontier is exhausted, `max_pages` is reached, or `stop()` is called."""
+        cfg = self.config
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        out = Path(cfg.out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "warc").mkdir(exist_ok=True)
+        frontier = self._frontier or SqliteFrontier(
+            out / "crawl.db",
+            per_host=cfg.per_host,
+            delay=cfg.delay,
+            lease_seconds=cfg.lease_seconds,
+            host_of=lambda url: politeness_key(url, cfg.host_key),
+        )
+        journal = RunJournal(out, sys.stdout if cfg.log_json else None)
+        self._listeners.insert(0, journal.event)
+        transport = self._transport or CurlTransport(TransportSettings.from_config(cfg))
+        try:
+            seeds = self._prepare(frontier, journal)
+            recover(out / "warc")
+            warc = WarcWriter(out / "warc", max_bytes=cfg.warc_max_bytes)
+            try:
+                scope = Scope(seeds, cfg.scope, cfg.include, cfg.exclude)
+                robots = RobotsGate(
+                    transport,
+                    cfg,
+                    on_defer=lambda host, until: self._pause(frontier, host, until, "robots.txt 429"),
+                )
+                fetcher = Fetcher(
+                    transport,
+                    max_redirects=cfg.max_redirects,
+                    hop_check=lambda url: self._hop_check(url, scope, robots),
+                )
+                self._emit(Event(EventKind.CRAWL_STARTED, time.time(), message=" ".join(seeds)))
+                await self._loop_until_done(frontier, journal, warc, fetcher, robots, scope, on_page)
+            finally:
+                warc.close()
+        finally:
+            try:
+                self._flush(frontier)
+                self._emit(
+                    Event(
+                        EventKind.CRAWL_FINISHED,
+                        time.time(),
+                        bytes=self.stats.bytes,
+                        message=f"{self.stats.fetched} fetched, {self.stats.failed} failed",
+                    )
+                )
+            finally:
+                if self._transport is None:
+                    await transport.aclose()
+                if self._frontier is None:
+                    frontier.close()
+                journal.close()
+                self._listeners.remove(journal.event)
+        return self.stats
+
+    def _prepare(self, frontier: Frontier, journal: RunJournal) -> list[str]:
+        """Record the run's seeds, or take them back from the database when resuming."""
+        cfg = self.config
+        stored = frontier.get_meta("seeds")
+        if stored is not None and not cfg.resume:
+            raise ConfigError(
+                f"{cfg.out_dir} already holds a crawl; pass --resume to continue it, or choose another --out"
+            )
+        if cfg.resume:
+            released = frontier.release_leases()
+            if released:
+                self._emit(
+                    Event(
+                        EventKind.CRAWL_STARTED, time.time(), message=f"resumed; {released} leases released"
+                    )
+                )
+        seeds: list[str] = list(stored.split("\n")) if stored else []
+        new: list[NewUrl] = []
+        for raw in cfg.seeds:
+            try:
+                url = normalize(raw.strip(), max_length=cfg.max_url_length)
+            except InvalidUrlError as exc:
+                journal.download(raw, False, f"invalid URL: {exc}")
+                self.stats.skipped += 1
+                self._emit(
+                    Event(
+                        EventKind.GAVE_UP, time.time(), url=raw, error_class="invalid_url", message=str(exc)
+                    )
+                )
+                continue
+            if url not in seeds:
+                seeds.append(url)
+            new.append(NewUrl(url, politeness_key(url, cfg.host_key), 0, 1.0))
+        if not seeds:
+            raise ConfigError("no valid seed URL to start from")
+        frontier.set_meta("seeds", "\n".join(seeds))
+        frontier.add(new)
+        counts = frontier.counts()
+        self._done_total = sum(n for state, n in counts.items() if state != UrlState.UNFETCHED)
+        return seeds
+
+    async def _loop_until_done(
+        self,
+        frontier: Frontier,
+        journal: RunJournal,
+        warc: WarcWriter,
+        fetcher: Fetcher,
+        robots: RobotsGate,
+        scope: Scope,
+        on_page: PageHandler | None,
+    ) -> None:
+        cfg = self.config
+        tasks: set[asyncio.Task[None]] = set()
+
+        def finished(task: asyncio.Task[None]) -> None:
+            tasks.discard(task)
+            self._wake.set()
+
+        while True:
+            self._flush(frontier)
+            budget = 0 if self._stopping else cfg.concurrency - len(tasks)
+            if cfg.max_pages:
+                budget = min(budget, cfg.max_pages - self._done_total - len(tasks))
+            now = time.time()
+            leased = frontier.lease(budget, now) if budget > 0 else []
+            for item in leased:
+                task = asyncio.create_task(
+                    self._process(item, frontier, journal, warc, fetcher, robots, scope, on_page)
+                )
+                tasks.add(task)
+                task.add_done_callback(finished)
+            self.stats.in_flight = len(tasks)
+            if leased:
+                continue  # lease more while there is room
+            if not tasks:
+                if self._stopping or (cfg.max_pages and self._done_total >= cfg.max_pages):
+                    return
+                ready = frontier.next_ready_time()
+                if ready is None:
+                    return
+                await asyncio.sleep(min(max(ready - now, 0.001), IDLE_POLL))
+                continue
+            self._wake.clear()
+            ready = frontier.next_ready_time() if budget > 0 else None
+            wait = IDLE_POLL if ready is None else min(max(ready - now, 0.001), IDLE_POLL)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=wait)
+
+    def _flush(self, frontier: Frontier) -> None:
+        """Commit finished fetches together with their outlinks, in one transaction."""
+        if not self._pending:
+            return
+        batch, self._pending = self._pending, []
+        outcomes = [outcome for outcome, _ in batch]
+        new_urls = [url for _, urls in batch for url in urls]
+        frontier.complete(outcomes, time.time(), new_urls)
+
+    async def _process(
+        self,
+        leased: LeasedUrl,
+        frontier: Frontier,
+        journal: RunJournal,
+        warc: WarcWriter,
+        fetcher: Fetcher,
+        robots: RobotsGate,
+        scope: Scope,
+        on_page: PageHandler | None,
+    ) -> None:
+        cfg = self.config
+        host = leased.host
+        self.stats.busy_hosts.add(host)
+        try:
+            verdict = await robots.check(leased.url)
+            if verdict.deferred_until:
+                # robots.txt answered 429: hand the URL back untouched and let the host rest.
+                self._pending.append(
+                    (
+                        FetchOutcome(
+                            leased.url,
+                            UrlState.UNFETCHED,
+                            time.time(),
+                            next_fetch_time=verdict.deferred_until,
+                        ),
+                        [],
+                    )
+                )
+                return
+            if not verdict.allowed:
+                self._finish_refused(leased, "robots", "disallowed by robots.txt", journal)
+                return
+            if verdict.crawl_delay is not None:
+                frontier.set_host_delay(host, max(cfg.delay, min(verdict.crawl_delay, cfg.crawl_delay_cap)))
+            headers = self._conditional_headers(leased)
+            result = await fetcher.fetch(
+                leased.url,
+                headers=headers,
+                timeout=cfg.timeout,
+                max_size=cfg.max_size,
+                attempt=leased.retries + 1,
+            )
+            now = time.time()
+            decision = decide(result, leased, now, cfg)
+            self.stats.bytes += result.wire_bytes
+            parsed, new_urls = self._outlinks(result, leased, scope) if cfg.follow_links else (None, [])
+            if result.status:
+                warc.write(result, self._request_headers(headers), [u.url for u in new_urls])
+            self._pending.append((decision.outcome, new_urls))
+            self._account(decision, result, leased, frontier, journal)
+            if on_page is not None and result.status and decision.final:
+                await on_page(CrawledPage(result, parsed, leased.depth, tuple(u.url for u in new_urls)))
+        except Exception as exc:  # a bug in one page must not end the crawl: record it on the URL
+            message = f"{type(exc).__name__}: {exc}"
+            self._pending.append(
+                (
+                    FetchOutcome(
+                        leased.url,
+                        UrlState.GONE,
+                        time.time(),
+                        error_class="internal",
+                        error_message=message[:500],
+                    ),
+                    [],
+                )
+            )
+            self.stats.failed += 1
+            journal.download(leased.url, False, f"internal error: {message}")
+            self._emit(
+                Event(
+                    EventKind.GAVE_UP,
+                    time.time(),
+                    url=leased.url,
+                    host=host,
+                    error_class="internal",
+                    message=message,
+                )
+            )
+        finally:
+            self.stats.busy_hosts.discard(host)
+
+    def _account(
+        self,
+        decision: Decision,
+        result: FetchResult,
+        leased: LeasedUrl,
+        frontier: Frontier,
+        journal: RunJournal,
+    ) -> None:
+        """Count the result, pause its host if it asked for rest or keeps failing, log it."""
+        now = time.time()
+        host = leased.host
+        if decision.pause_host_until > now:
+            self._pause(frontier, host, decision.pause_host_until, decision.reason)
+        if decision.host_failed:
+            pause = breaker_pause(frontier.host_failure(host, now))
+            if pause:
+                self._pause(frontier, host, now + pause, "circuit breaker: repeated failures")
+        else:
+            frontier.host_success(host)
+        if not decision.final:
+            self.stats.retried += 1
+            self._emit(
+                Event(
+                    EventKind.FAILED,
+                    now,
+                    url=leased.url,
+                    host=host,
+                    status=result.status,
+                    error_class=decision.outcome.error_class,
+                    message=decision.reason,
+                )
+            )
+            return
+        self._done_total += 1
+        ok = not decision.reason
+        if result.status:
+            self.stats.fetched += 1
+            self._emit(
+                Event(
+                    EventKind.FETCHED,
+                    now,
+                    url=leased.url,
+                    host=host,
+                    status=result.status,
+                    bytes=result.wire_bytes,
+                    error_class=decision.outcome.error_class,
+                )
+            )
+        if not ok:
+            self.stats.failed += 1
+            if not result.status:
+                self._emit(
+                    Event(
+                        EventKind.GAVE_UP,
+                        now,
+                        url=leased.url,
+                        host=host,
+                        error_class=decision.outcome.error_class,
+                        message=decision.reason,
+                    )
+                )
+        journal.download(leased.url, ok, decision.reason)
+
+    def _finish_refused(self, leased: LeasedUrl, error_class: str, reason: str, journal: RunJournal) -> None:
+        now = time.time()
+        self._pending.append(
+            (FetchOutcome(leased.url, UrlState.GONE, now, error_class=error_class, error_message=reason), [])
+        )
+        self._done_total += 1
+        self.stats.skipped += 1
+        journal.download(leased.url, False, reason)
+        self._emit(
+            Event(
+                EventKind.SKIPPED,
+                now,
+                url=leased.url,
+                host=leased.host,
+                error_class=error_class,
+                message=reason,
+            )
+        )
+
+    def _outlinks(
+        self, result: FetchResult, leased: LeasedUrl, scope: Scope
+    ) -> tuple[ParsedPage | None, list[NewUrl]]:
+        """Parse an HTML page and keep the links worth queueing: normalized, in scope, not too deep."""
+        cfg = self.config
+        if result.text is None or result.is_binary or result.content_type not in HTML_TYPES:
+            return None, []
+        if not 200 <= result.status < 300:
+            return None, []
+        parsed = parse_html(result.text, result.final_url, max_links=cfg.max_outlinks)
+        depth = leased.depth + 1
+        if parsed.nofollow or depth > cfg.max_depth:
+            return parsed, []
+        seen: set[str] = set()
+        new_urls: list[NewUrl] = []
+        for link in parsed.links:
+            if link.nofollow:
+                continue
+            try:
+                url = normalize(link.url, max_length=cfg.max_url_length)
+            except InvalidUrlError:
+                continue
+            if url in seen or not scope.allows(url):
+                continue
+            seen.add(url)
+            new_urls.append(NewUrl(url, politeness_key(url, cfg.host_key), depth, 0.0, leased.url))
+        return parsed, new_urls
+
+    async def _hop_check(self, url: str, scope: Scope, robots: RobotsGate) -> str | None:
+        """Why a redirect hop to `url` must not be followed, or None when it may."""
+        reason = scope.reason(url)
+        if reason:
+            return reason
+        verdict = await robots.check(url)
+        if not verdict.allowed or verdict.deferred_until:
+            return "disallowed by robots.txt"
+        return None
+
+    def _conditional_headers(self, leased: LeasedUrl) -> tuple[tuple[str, str], ...]:
+        headers = list(self.config.extra_headers)
+        if leased.etag:
+            headers.append(("If-None-Match", leased.etag))
+        if leased.last_modified:
+            headers.append(("If-Modified-Since", leased.last_modified))
+        return tuple(headers)
+
+    def _request_headers(self, extra: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+        """The request headers as sent, for the WARC request record."""
+        return (
+            ("User-Agent", self.config.user_agent),
+            ("Accept", "*/*"),
+            ("Accept-Encoding", ACCEPT_ENCODING),
+            *extra,
+        )
+
+    def _pause(self, frontier: Frontier, host: str, until: float, reason: str) -> None:
+        frontier.pause_host(host, until, reason)
+        self._emit(
+            Event(EventKind.HOST_PAUSED, time.time(), host=host, message=f"{reason}; until {until:.0f}")
+        )
+
+    def _emit(self, event: Event) -> None:
+        for listener in self._listeners:
+            listener(event)

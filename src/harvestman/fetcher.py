@@ -1,0 +1,161 @@
+"""Fetch one URL: follow redirects safely over a Transport and build the complete FetchResult.
+
+Every outcome becomes a record: transport errors, refused or endless redirects are returned as a
+FetchResult with `error_class` set, never raised, so each URL always ends in a recorded state.
+`is_transient(error_class)` tells whether a retry may help.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+import urllib.parse
+from collections.abc import Awaitable, Callable, Sequence
+
+from harvestman.content import decode_text, detect_charset, media_type, sniff_binary
+from harvestman.errors import (
+    FetchError,
+    RedirectRefusedError,
+    TimeoutFetchError,
+    TooManyRedirectsError,
+    UnsupportedUrlError,
+)
+from harvestman.records import FetchResult, HttpRequest, HttpResponse, RedirectHop, Timings
+from harvestman.transport import Transport
+
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+FETCHABLE_SCHEMES = frozenset({"http", "https"})
+# Credentials must not follow a redirect to another origin or down from https to http.
+SENSITIVE_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
+
+# Why a redirect hop must not be followed (scope, robots.txt), or None; async as robots.txt may need a fetch.
+HopCheck = Callable[[str], Awaitable[str | None]]
+
+
+def _error_classes(base: type[FetchError]) -> dict[str, bool]:
+    table = {base.error_class: base.transient}
+    for sub in base.__subclasses__():
+        table.update(_error_classes(sub))
+    return table
+
+
+@functools.cache
+def _transient_table() -> dict[str, bool]:
+    return _error_classes(FetchError)
+
+
+def is_transient(error_class: str) -> bool:
+    """Whether a fetch that failed with `error_class` may succeed if retried (False if unknown)."""
+    return _transient_table().get(error_class, False)
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    try:
+        port = parts.port
+    except ValueError:
+        port = None
+    scheme = parts.scheme.lower()
+    return scheme, (parts.hostname or "").lower(), port or (443 if scheme == "https" else 80)
+
+
+def _scheme(url: str) -> str:
+    return urllib.parse.urlsplit(url).scheme.lower()
+
+
+class Fetcher:
+    """Follows redirects (at most `max_redirects` hops, http(s) only, each hop checked) over a transport."""
+
+    def __init__(self, transport: Transport, max_redirects: int = 10,
+                 hop_check: HopCheck | None = None) -> None:
+        self.transport = transport
+        self.max_redirects = max_redirects
+        self.hop_check = hop_check
+
+    async def fetch(self, url: str, *, headers: Sequence[tuple[str, str]] = (), timeout: float,
+                    max_size: int, attempt: int = 1) -> FetchResult:
+        """Fetch `url` following redirects; failures are returned as a FetchResult with error_class."""
+        started_at = time.time()
+        start = time.monotonic()
+        deadline = start + timeout
+        current = url
+        request_headers = tuple(headers)
+        hops: list[RedirectHop] = []
+        wire_bytes = 0
+        response: HttpResponse | None = None
+        try:
+            if _scheme(url) not in FETCHABLE_SCHEMES:
+                raise UnsupportedUrlError(f"not an http(s) URL: {url[:200]!r}")
+            # Bounded: every turn either returns/raises or adds a hop, and hops are capped.
+            while True:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise TimeoutFetchError(f"deadline of {timeout:g}s passed while following redirects")
+                response = await self.transport.fetch(
+                    HttpRequest(current, headers=request_headers, timeout=remaining, max_size=max_size))
+                wire_bytes += response.wire_bytes
+                location = response.header("location")
+                if response.status not in REDIRECT_STATUSES or not location:
+                    break
+                target = urllib.parse.urljoin(current, location.strip())
+                if len(hops) >= self.max_redirects:
+                    raise TooManyRedirectsError(
+                        f"more than {self.max_redirects} redirects (last to {target[:200]})")
+                if _scheme(target) not in FETCHABLE_SCHEMES:
+                    raise RedirectRefusedError(f"redirect to a non-http(s) URL: {target[:200]!r}")
+                if self.hop_check is not None:
+                    reason = await self.hop_check(target)
+                    if reason:
+                        raise RedirectRefusedError(f"redirect to {target[:200]} refused: {reason}")
+                hops.append(RedirectHop(current, response.status, target))
+                if _origin(target) != _origin(current) or (
+                        _scheme(current) == "https" and _scheme(target) != "https"):
+                    request_headers = tuple((k, v) for k, v in request_headers
+                                            if k.lower() not in SENSITIVE_HEADERS)
+                current = target
+        except FetchError as exc:
+            return self._result(url, current, hops, response, wire_bytes, started_at, start, attempt, exc)
+        return self._result(url, current, hops, response, wire_bytes, started_at, start, attempt, None)
+
+    @staticmethod
+    def _result(url: str, final_url: str, hops: list[RedirectHop], response: HttpResponse | None,
+                wire_bytes: int, started_at: float, start: float, attempt: int,
+                error: FetchError | None) -> FetchResult:
+        elapsed = time.monotonic() - start
+        error_class = error.error_class if error else ""
+        error_message = error.message if error else ""
+        if response is None or (error is not None and response.url != final_url):
+            # No response for the URL we ended on (the transport failed on it).
+            return FetchResult(url=url, final_url=final_url, redirects=tuple(hops), error_class=error_class,
+                               error_message=error_message, started_at=started_at,
+                               timings=Timings(total=elapsed), wire_bytes=wire_bytes, attempt=attempt)
+        content_type_header = response.header("content-type")
+        ctype = media_type(content_type_header)
+        binary = sniff_binary(response.body, ctype)
+        text: str | None = None
+        charset = ""
+        if not binary:
+            charset, _source = detect_charset(response.body, content_type_header)
+            text = decode_text(response.body, charset)
+        t = response.timings
+        return FetchResult(
+            url=url,
+            final_url=final_url,
+            redirects=tuple(hops),
+            status=response.status,
+            headers=response.headers,
+            content_type=ctype,
+            charset=charset,
+            text=text,
+            body=response.body,
+            is_binary=binary,
+            error_class=error_class,
+            error_message=error_message,
+            started_at=started_at,
+            timings=Timings(dns=t.dns, connect=t.connect, tls=t.tls, first_byte=t.first_byte,
+                            total=max(t.total, elapsed)),
+            wire_bytes=wire_bytes,
+            truncated=response.truncated,
+            attempt=attempt,
+            remote_addr=response.remote_addr,
+        )

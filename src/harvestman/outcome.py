@@ -1,0 +1,92 @@
+"""Pure decision of what a fetch result means for the URL's state, its retries and its host."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+
+from harvestman.config import CrawlConfig
+from harvestman.errors import RedirectRefusedError
+from harvestman.fetcher import is_transient
+from harvestman.politeness import parse_retry_after, retry_backoff
+from harvestman.records import FetchOutcome, FetchResult, LeasedUrl, UrlState
+
+PERMANENT_REDIRECTS = frozenset({301, 308})
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """The outcome to record, plus whether and until when the URL's host should rest."""
+
+    outcome: FetchOutcome
+    pause_host_until: float = 0.0
+    host_failed: bool = False  # counts towards the host's circuit breaker
+    final: bool = True  # False: the URL goes back to the queue for another attempt
+    reason: str = ""  # why it failed, for the download log
+
+
+def content_signature(body: bytes) -> str:
+    """A digest of the body, to notice unchanged and duplicate content (Nutch's signature)."""
+    return hashlib.blake2b(body, digest_size=16).hexdigest()
+
+
+def decide(result: FetchResult, leased: LeasedUrl, now: float, cfg: CrawlConfig) -> Decision:
+    """Map one fetch result to the URL's next state, following Nutch's status rules."""
+    status = result.status
+    base = FetchOutcome(
+        url=leased.url,
+        state=UrlState.GONE,
+        fetch_time=now,
+        http_status=status,
+        etag=result.header("etag") or "",
+        last_modified=result.header("last-modified") or "",
+        content_type=result.content_type,
+        body_size=result.body_size,
+        wire_bytes=result.wire_bytes,
+        final_url=result.final_url if result.final_url != leased.url else "",
+    )
+
+    def retry_or_give_up(error_class: str, message: str, pause_until: float = 0.0) -> Decision:
+        failed = replace(base, error_class=error_class, error_message=message, retried=True)
+        if leased.retries < cfg.retries:
+            wait = max(retry_backoff(leased.retries), pause_until - now)
+            outcome = replace(failed, state=UrlState.UNFETCHED, next_fetch_time=now + wait)
+            return Decision(outcome, pause_until, host_failed=True, final=False, reason=message)
+        reason = f"{message} (after {leased.retries + 1} attempts)"
+        return Decision(failed, pause_until, host_failed=True, reason=reason)
+
+    if result.error_class == RedirectRefusedError.error_class and 300 <= status < 400:
+        # The URL is a redirect whose target we may not follow (scope, robots.txt, scheme).
+        state = UrlState.REDIRECT_PERM if status in PERMANENT_REDIRECTS else UrlState.REDIRECT_TEMP
+        outcome = replace(
+            base, state=state, error_class=result.error_class, error_message=result.error_message
+        )
+        return Decision(outcome, reason=result.error_message)
+    if result.error:
+        message = result.error_message or result.error_class
+        if is_transient(result.error_class):
+            return retry_or_give_up(result.error_class, message)
+        outcome = replace(base, error_class=result.error_class, error_message=message)
+        return Decision(outcome, reason=f"{result.error_class}: {message}")
+
+    if status in (429, 503):
+        wait = parse_retry_after(result.header("retry-after"), now, cap=cfg.retry_after_cap)
+        return retry_or_give_up(f"http_{status}", f"HTTP {status}", pause_until=now + wait)
+    if status >= 500:
+        return retry_or_give_up(f"http_{status}", f"HTTP {status}")
+
+    signature = content_signature(result.body) if result.body else ""
+    if 200 <= status < 300:
+        state = UrlState.FETCHED
+        if result.redirects:
+            first = result.redirects[0].status
+            state = UrlState.REDIRECT_PERM if first in PERMANENT_REDIRECTS else UrlState.REDIRECT_TEMP
+        return Decision(replace(base, state=state, signature=signature))
+    if status == 304:
+        return Decision(replace(base, state=UrlState.NOT_MODIFIED))
+    if 300 <= status < 400:
+        # A redirect the fetcher did not follow (refused hop, or no Location): the URL ends here.
+        state = UrlState.REDIRECT_PERM if status in PERMANENT_REDIRECTS else UrlState.REDIRECT_TEMP
+        return Decision(replace(base, state=state), reason=f"HTTP {status}")
+    outcome = replace(base, signature=signature, error_class=f"http_{status}", error_message=f"HTTP {status}")
+    return Decision(outcome, reason=f"HTTP {status}")

@@ -1,0 +1,196 @@
+"""HTML parsing with selectolax (Lexbor): outlinks, title, meta robots, language and visible text."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from selectolax.lexbor import LexborHTMLParser
+
+from harvestman.records import Link, LinkKind, ParsedPage
+from harvestman.urls import resolve
+
+MAX_TEXT = 1_000_000  # characters of visible text kept per page
+MAX_ANCHOR = 300  # characters of anchor text kept per link
+MAX_TITLE = 1_000
+MAX_DESCRIPTION = 2_000
+
+# Lexbor's tree builder walks the whole stack of open elements for every block-level start tag
+# (the "p element in button scope" check), so 10^5 nested <div>s cost ~30 s. Documents with few
+# tags cannot nest deeply; larger ones get a depth estimate, and past DEPTH_LIMIT every element
+# this parser does not need is dropped before parsing (links and text survive).
+TAG_COUNT_CHECK = 10_000
+DEPTH_LIMIT = 1_000
+
+_LINK_SELECTOR = "a[href], area[href], frame[src], iframe[src], link[href], meta"
+_TEXT_FREE_TAGS = ["script", "style", "noscript", "template"]
+_SKIP_SCHEMES = ("javascript:", "mailto:", "tel:", "data:")
+_WHITESPACE = re.compile(r"\s+")
+_REFRESH = re.compile(r"^\s*[\d.]*\s*[;,]?\s*(?:url\s*=\s*)?(.*)$", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9]*)")
+# Elements that never deepen the tree: void elements, and those an equal sibling closes implicitly.
+_FLAT = frozenset({
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track",
+    "wbr", "keygen", "p", "li", "dt", "dd", "option", "optgroup", "tr", "td", "th", "tbody", "thead",
+    "tfoot", "colgroup", "rt", "rp",
+})
+_NEEDED = "a|area|frame|iframe|link|meta|base|title|html|head|body|script|style|noscript|template"
+_UNNEEDED_TAG = re.compile(rf"</?(?!(?:{_NEEDED})[\s/>])[A-Za-z][^>]*>", re.IGNORECASE)
+
+
+def _collapse(text: str, limit: int) -> str:
+    # Cut before collapsing: a 50 MB text node must not be copied around in full.
+    return _WHITESPACE.sub(" ", text[: limit * 4]).strip()[:limit]
+
+
+def _too_deep(html: str) -> bool:
+    depth = 0
+    for match in _TAG.finditer(html):
+        if match.group(1):
+            if depth:
+                depth -= 1
+        elif match.group(2).lower() not in _FLAT:
+            depth += 1
+            if depth > DEPTH_LIMIT:
+                return True
+    return False
+
+
+def _tree(html: str) -> Any:
+    if html.count("<") > TAG_COUNT_CHECK and _too_deep(html):
+        html = _UNNEEDED_TAG.sub(" ", html)
+    try:
+        return LexborHTMLParser(html)
+    except UnicodeEncodeError:
+        # Lone surrogates (text decoded with surrogateescape) cannot reach Lexbor as UTF-8.
+        return LexborHTMLParser(html.encode("utf-8", "surrogatepass").decode("utf-8", "replace"))
+
+
+def _http_url(href: str | None, base: str) -> str | None:
+    if not href:
+        return None
+    href = href.strip()
+    if href[:11].lower().startswith(_SKIP_SCHEMES):
+        return None
+    # A page URL that does not parse (it should not happen) still leaves absolute links usable.
+    resolved = resolve(href, base) or resolve(href)
+    if resolved is None or not resolved.startswith(("http://", "https://")):
+        return None  # other schemes (ftp:, file:, ...) are never fetched either
+    return resolved
+
+
+def _refresh_target(content: str | None) -> str | None:
+    if not content:
+        return None
+    match = _REFRESH.match(content)
+    target = match.group(1).strip() if match else ""
+    if len(target) >= 2 and target[0] in "'\"":
+        end = target.find(target[0], 1)
+        target = target[1:end] if end > 0 else target[1:]
+    return target or None
+
+
+def _link_kind(rel: list[str]) -> LinkKind | None:
+    if "canonical" in rel:
+        return LinkKind.CANONICAL
+    if "next" in rel:
+        return LinkKind.NEXT
+    if "alternate" in rel and "stylesheet" not in rel:  # "alternate stylesheet" is a style sheet
+        return LinkKind.ALTERNATE
+    return None
+
+
+class _Links:
+    """Collects links in document order, deduplicated, up to a cap."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.links: dict[str, Link] = {}
+
+    @property
+    def full(self) -> bool:
+        return len(self.links) >= self.cap
+
+    def add(self, link: Link) -> None:
+        seen = self.links.get(link.url)
+        if seen is None:
+            if not self.full:
+                self.links[link.url] = link
+        elif seen.nofollow and not link.nofollow:
+            # Followed anywhere on the page means followed: keep the first position, drop the flag.
+            self.links[link.url] = link
+
+
+def parse_html(text: str, url: str, *, max_links: int = 1000, max_text: int = MAX_TEXT) -> ParsedPage:
+    """Extract outlinks (resolved, not normalized), title, meta robots, language and text from HTML."""
+    tree = _tree(text)
+    base = url
+    base_node = tree.css_first("base[href]")
+    if base_node is not None:
+        # Only the first <base href> counts; one with a non-http(s) target is ignored.
+        candidate = _http_url(base_node.attributes.get("href"), url)
+        if candidate is not None:
+            base = candidate
+    links = _Links(max(0, max_links))
+    noindex = nofollow = False
+    description = content_language = ""
+    for node in tree.css(_LINK_SELECTOR):
+        tag = node.tag
+        attrs = node.attributes
+        if tag == "meta":
+            name = (attrs.get("name") or "").strip().lower()
+            equiv = (attrs.get("http-equiv") or "").strip().lower()
+            content = attrs.get("content") or ""
+            if name == "robots":
+                tokens = set(re.split(r"[\s,]+", content.lower()))
+                noindex = noindex or bool(tokens & {"noindex", "none"})
+                nofollow = nofollow or bool(tokens & {"nofollow", "none"})
+            elif name == "description" and not description:
+                description = _collapse(content, MAX_DESCRIPTION)
+            elif equiv == "content-language" and not content_language:
+                content_language = content.split(",")[0].strip()
+            elif equiv == "refresh" and not links.full:
+                target = _http_url(_refresh_target(content), base)
+                if target is not None:
+                    links.add(Link(target, LinkKind.META_REFRESH))
+            continue
+        if links.full:
+            continue
+        rel = (attrs.get("rel") or "").lower().split()
+        if tag == "a" or tag == "area":
+            target = _http_url(attrs.get("href"), base)
+            if target is None:
+                continue
+            if tag == "a":
+                anchor = _collapse(node.text(deep=True, separator=" "), MAX_ANCHOR)
+                kind = LinkKind.ANCHOR
+            else:
+                anchor = _collapse(attrs.get("alt") or "", MAX_ANCHOR)
+                kind = LinkKind.AREA
+            links.add(Link(target, kind, anchor, "nofollow" in rel))
+        elif tag == "frame" or tag == "iframe":
+            target = _http_url(attrs.get("src"), base)
+            if target is not None:
+                links.add(Link(target, LinkKind.FRAME if tag == "frame" else LinkKind.IFRAME))
+        elif tag == "link":
+            link_kind = _link_kind(rel)
+            target = _http_url(attrs.get("href"), base) if link_kind is not None else None
+            if link_kind is not None and target is not None:
+                links.add(Link(target, link_kind, "", "nofollow" in rel))
+    title_node = tree.css_first("title")
+    title = _collapse(title_node.text(deep=True), MAX_TITLE) if title_node is not None else ""
+    root = tree.root
+    language = ((root.attributes.get("lang") if root is not None else None) or "").strip()
+    tree.strip_tags(_TEXT_FREE_TAGS, recursive=True)
+    body = tree.body
+    page_text = _collapse(body.text(deep=True, separator=" "), max_text) if body is not None else ""
+    return ParsedPage(
+        title=title,
+        description=description,
+        language=language or content_language,
+        text=page_text,
+        links=tuple(links.links.values()),
+        noindex=noindex,
+        nofollow=nofollow,
+        base_url=base,
+    )

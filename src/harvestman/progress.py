@@ -1,0 +1,83 @@
+"""The live progress display and the end-of-run summary, drawn with rich on stderr."""
+
+from __future__ import annotations
+
+import time
+from types import TracebackType
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from harvestman.engine import CrawlStats
+
+
+def human_bytes(count: float) -> str:
+    """1234567 -> '1.2 MB'."""
+    for unit in ("B", "kB", "MB", "GB", "TB"):
+        if abs(count) < 1000 or unit == "TB":
+            return f"{count:.0f} {unit}" if unit == "B" else f"{count:.1f} {unit}"
+        count /= 1000
+    return f"{count:.1f} TB"
+
+
+class ProgressDisplay:
+    """A one-line live view of a running crawl: pages/s, fetched, failed, bytes, busy hosts."""
+
+    def __init__(self, stats: CrawlStats, console: Console | None = None) -> None:
+        self._stats = stats
+        self._live = Live(
+            get_renderable=self._render,
+            console=console or Console(stderr=True),
+            refresh_per_second=4,
+            transient=True,
+        )
+
+    def _render(self) -> Text:
+        stats = self._stats
+        return Text.assemble(
+            ("harvestman ", "bold"),
+            f"{stats.pages_per_second(time.time()):7.1f} pages/s  ",
+            ("fetched ", "green"),
+            f"{stats.fetched:,}  ",
+            ("failed ", "red"),
+            f"{stats.failed:,}  ",
+            ("skipped ", "yellow"),
+            f"{stats.skipped:,}  ",
+            ("in flight ", "cyan"),
+            f"{stats.in_flight:,}  ",
+            f"{human_bytes(stats.bytes)}  ",
+            f"busy hosts {len(stats.busy_hosts):,}",
+        )
+
+    def __enter__(self) -> ProgressDisplay:
+        self._live.__enter__()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._live.__exit__(exc_type, exc, tb)
+
+
+def print_summary(report: dict[str, Any], console: Console | None = None) -> None:
+    """Print a crawl report (see report.crawl_report) as tables."""
+    console = console or Console()
+    table = Table(title=f"crawl {report['dir']}", show_header=False)
+    table.add_column("what")
+    table.add_column("value", justify="right")
+    for state, count in report["states"].items():
+        table.add_row(f"URLs {state}", f"{count:,}")
+    table.add_row("hosts", f"{report['hosts']:,}")
+    table.add_row("bytes on the wire", human_bytes(report["wire_bytes"]))
+    table.add_row("pages/s", f"{report['pages_per_second']:.1f}")
+    console.print(table)
+    if report["errors"]:
+        errors = Table(title="errors by class")
+        errors.add_column("class")
+        errors.add_column("URLs", justify="right")
+        for name, count in report["errors"].items():
+            errors.add_row(name, f"{count:,}")
+        console.print(errors)

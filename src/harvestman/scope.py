@@ -1,0 +1,57 @@
+"""Crawl scope: which URLs a crawl may follow, decided from its seeds and include/exclude patterns."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from harvestman.errors import InvalidUrlError
+from harvestman.urls import host_of, registered_domain
+
+SCOPE_MODES = ("host", "domain", "any")
+
+
+class Scope:
+    """A pure URL filter: same host / same registered domain / anything, then include and exclude regexes."""
+
+    __slots__ = ("_domains", "_exclude", "_hosts", "_include", "mode")
+
+    def __init__(self, seeds: Sequence[str], mode: str = "host", include: Sequence[str] = (),
+                 exclude: Sequence[str] = ()) -> None:
+        if mode not in SCOPE_MODES:
+            raise ValueError(f"scope mode must be one of {', '.join(SCOPE_MODES)}, got {mode!r}")
+        self.mode = mode
+        hosts: set[str] = set()
+        for seed in seeds:
+            try:
+                hosts.add(host_of(seed))
+            except InvalidUrlError:
+                # A seed that does not parse is reported where seeds are read; it widens nothing here.
+                continue
+        self._hosts = frozenset(h for h in hosts if h)
+        self._domains = frozenset(registered_domain(h) for h in self._hosts)
+        self._include = tuple(re.compile(p) for p in include)
+        self._exclude = tuple(re.compile(p) for p in exclude)
+
+    def allows(self, url: str) -> bool:
+        """Whether `url` is inside the crawl's scope."""
+        return self.reason(url) is None
+
+    def reason(self, url: str) -> str | None:
+        """Why `url` is out of scope, or None when it is in scope."""
+        if self.mode != "any":
+            try:
+                host = host_of(url)
+            except InvalidUrlError:
+                return "invalid URL"
+            if self.mode == "host":
+                if host not in self._hosts:
+                    return f"host {host!r} is not a seed host"
+            elif registered_domain(host) not in self._domains:
+                return f"domain {registered_domain(host)!r} is not a seed domain"
+        if self._include and not any(p.search(url) for p in self._include):
+            return "matches no include pattern"
+        for pattern in self._exclude:
+            if pattern.search(url):
+                return f"matches exclude pattern {pattern.pattern}"
+        return None

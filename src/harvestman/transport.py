@@ -1,0 +1,409 @@
+"""The transport boundary: one HTTP GET in, one response out; redirects are handled above it.
+
+`CurlTransport` drives libcurl's multi-socket API from the asyncio event loop (measured fastest:
+~77 µs of client CPU a request, see DESIGN.md). libcurl tells us which sockets to watch
+(SOCKETFUNCTION) and when to wake it (TIMERFUNCTION); the loop calls `socket_action` back, so no
+thread and no polling. Bodies are decoded by `content.BodyDecoder` inside WRITEFUNCTION rather
+than by libcurl, so the size cap applies to decoded bytes and a bomb is stopped early.
+`MemoryTransport` serves canned responses for unit tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import socket
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pycurl
+
+from harvestman.addrguard import AddressGuard
+from harvestman.config import CrawlConfig
+from harvestman.content import BodyDecoder
+from harvestman.errors import (
+    BlockedAddressError,
+    ConnectFetchError,
+    ContentError,
+    DnsFetchError,
+    FetchError,
+    ProtocolFetchError,
+    TimeoutFetchError,
+    TlsFetchError,
+)
+from harvestman.records import Headers, HttpRequest, HttpResponse, Timings
+
+ACCEPT_ENCODING = "gzip, deflate, br, zstd"
+MAX_HEADER_BYTES = 64 * 1024
+
+
+class Transport(Protocol):
+    """Fetches one URL without following redirects; raises only FetchError subclasses."""
+
+    async def fetch(self, request: HttpRequest) -> HttpResponse:
+        """Perform one GET and return the (content-decoded) response."""
+        ...
+
+    async def aclose(self) -> None:
+        """Release connections and handles."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class TransportSettings:
+    """What every request of a CurlTransport shares."""
+
+    user_agent: str
+    connect_timeout: float = 15.0
+    low_speed_limit: int = 100
+    low_speed_time: float = 30.0
+    resolve: tuple[str, ...] = ()  # curl form HOST:PORT:ADDR
+    guard: AddressGuard = field(default_factory=AddressGuard)
+    verify_tls: bool = True
+    http2: bool = True
+    extra_headers: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def from_config(cls, cfg: CrawlConfig) -> TransportSettings:
+        """Settings taken from a crawl configuration."""
+        return cls(
+            user_agent=cfg.user_agent,
+            connect_timeout=cfg.connect_timeout,
+            low_speed_limit=cfg.low_speed_limit,
+            low_speed_time=cfg.low_speed_time,
+            resolve=tuple(r.curl_form() for r in cfg.resolve),
+            guard=AddressGuard(cfg.allow_net),
+            verify_tls=cfg.verify_tls,
+            extra_headers=cfg.extra_headers,
+        )
+
+
+# libcurl error codes by the FetchError they mean (curl/curl.h).
+_TIMEOUT = {28}
+_DNS = {5, 6}
+_CONNECT = {7, 52, 55, 56, 45}  # couldn't connect, empty reply, send/recv error (resets), interface
+_TLS = {35, 51, 53, 54, 58, 59, 60, 64, 66, 77, 80, 82, 83, 90, 91, 98}
+_PROTOCOL = {1, 3, 8, 16, 18, 61, 92, 100}  # ... 18: partial file, 100: headers too large
+_WRITE_ABORT = {23, 42}  # our callbacks stopped the transfer
+_HTTP_VERSIONS = {1: "1.0", 2: "1.1", 3: "2", 30: "3"}
+
+
+def curl_error(code: int, message: str) -> FetchError:
+    """The FetchError for a libcurl error code."""
+    text = f"curl error {code}: {message}"
+    if code in _TIMEOUT:
+        return TimeoutFetchError(text)
+    if code in _DNS:
+        return DnsFetchError(text)
+    if code in _CONNECT:
+        return ConnectFetchError(text)
+    if code in _TLS:
+        return TlsFetchError(text)
+    if code in _PROTOCOL:
+        return ProtocolFetchError(text)
+    return FetchError(text)
+
+
+class _Job:
+    """State of one request in flight: what the callbacks collect, and the future to resolve."""
+
+    __slots__ = ("blocked", "decoder", "error", "future", "header_bytes", "headers", "max_size",
+                 "request", "truncated", "wire_body")
+
+    def __init__(self, request: HttpRequest, future: asyncio.Future[HttpResponse]) -> None:
+        self.request = request
+        self.future = future
+        self.headers: list[tuple[str, str]] = []
+        self.header_bytes = 0
+        self.wire_body = 0
+        self.max_size = request.max_size
+        self.decoder: BodyDecoder | None = None
+        self.truncated = False
+        self.error: FetchError | None = None
+        self.blocked = ""
+
+    def on_header(self, line: bytes) -> int | None:
+        self.header_bytes += len(line)
+        if self.header_bytes > MAX_HEADER_BYTES:
+            self.error = ProtocolFetchError(f"response headers over {MAX_HEADER_BYTES} bytes")
+            return 0  # any count but len(line) makes libcurl abort the transfer
+        text = line.decode("latin-1").rstrip("\r\n")
+        if text.startswith("HTTP/"):
+            self.headers = []  # a new response (after 1xx): forget the interim one's headers
+        elif text and ":" in text:
+            name, value = text.split(":", 1)
+            self.headers.append((name.strip(), value.strip()))
+        return None
+
+    def on_body(self, chunk: bytes) -> int | None:
+        self.wire_body += len(chunk)
+        try:
+            if self.decoder is None:
+                encodings = [v for k, v in self.headers if k.lower() == "content-encoding"]
+                self.decoder = BodyDecoder(encodings, self.max_size)
+            self.decoder.feed(chunk)
+        except ContentError as exc:
+            self.error = exc
+            return 0
+        if self.decoder.truncated or self.wire_body > self.max_size:
+            # Stop reading: the rest of an endless or huge body is never wanted.
+            self.truncated = True
+            return 0
+        return None
+
+
+def _guard_socket(guard: AddressGuard, job: _Job) -> Callable[[int, Any], Any]:
+    def opensocket(purpose: int, address: Any) -> Any:
+        ip = address.addr[0]
+        if not guard.is_allowed(ip):
+            job.blocked = ip
+            return pycurl.SOCKET_BAD
+        return socket.socket(address.family, address.socktype, address.protocol)
+
+    return opensocket
+
+
+class CurlTransport:
+    """libcurl (pycurl CurlMulti) on the asyncio loop: HTTP/1.1 and HTTP/2, connection reuse."""
+
+    def __init__(self, settings: TransportSettings) -> None:
+        self.settings = settings
+        self._multi = pycurl.CurlMulti()
+        self._multi.setopt(pycurl.M_SOCKETFUNCTION, self._on_socket_change)
+        self._multi.setopt(pycurl.M_TIMERFUNCTION, self._on_timer_change)
+        self._free: list[pycurl.Curl] = []
+        self._jobs: dict[pycurl.Curl, _Job] = {}
+        self._watched: dict[int, int] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
+        self._base_headers = [f"Accept-Encoding: {ACCEPT_ENCODING}"] + [
+            f"{k}: {v}" for k, v in settings.extra_headers
+        ]
+
+    # --- libcurl -> event loop ------------------------------------------------------------
+
+    def _on_socket_change(self, what: int, fd: int, multi: Any, socketp: Any) -> None:
+        loop = self._loop
+        assert loop is not None
+        old = self._watched.pop(fd, 0)
+        if old & pycurl.POLL_IN:
+            loop.remove_reader(fd)
+        if old & pycurl.POLL_OUT:
+            loop.remove_writer(fd)
+        if what == pycurl.POLL_REMOVE:
+            return
+        if what & pycurl.POLL_IN:
+            loop.add_reader(fd, self._on_ready, fd, pycurl.CSELECT_IN)
+        if what & pycurl.POLL_OUT:
+            loop.add_writer(fd, self._on_ready, fd, pycurl.CSELECT_OUT)
+        self._watched[fd] = what
+
+    def _on_timer_change(self, timeout_ms: int) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if timeout_ms >= 0 and self._loop is not None:
+            # Never call socket_action from inside this callback (libcurl forbids re-entry).
+            self._timer = self._loop.call_later(timeout_ms / 1000.0, self._on_timeout)
+
+    def _on_ready(self, fd: int, event: int) -> None:
+        self._act(fd, event)
+
+    def _on_timeout(self) -> None:
+        self._timer = None
+        self._act(pycurl.SOCKET_TIMEOUT, 0)
+
+    def _act(self, fd: int, event: int) -> None:
+        # A multi-level error affects no single transfer; each still finishes through info_read.
+        with contextlib.suppress(pycurl.error):
+            self._multi.socket_action(fd, event)
+        self._collect()
+
+    def _collect(self) -> None:
+        while True:
+            _queued, done, failed = self._multi.info_read()
+            for curl in done:
+                self._finish(curl, 0, "")
+            for curl, code, message in failed:
+                self._finish(curl, code, message)
+            if not _queued:
+                return
+
+    # --- one request --------------------------------------------------------------------------
+
+    def _handle(self) -> pycurl.Curl:
+        if self._free:
+            return self._free.pop()
+        curl = pycurl.Curl()
+        s = self.settings
+        curl.setopt(pycurl.NOSIGNAL, 1)
+        curl.setopt(pycurl.FOLLOWLOCATION, 0)
+        curl.setopt(pycurl.HTTP_CONTENT_DECODING, 0)  # we decode, with a cap on decoded bytes
+        curl.setopt(pycurl.PROTOCOLS, pycurl.PROTO_HTTP | pycurl.PROTO_HTTPS)
+        curl.setopt(pycurl.USERAGENT, s.user_agent)
+        curl.setopt(pycurl.CONNECTTIMEOUT_MS, max(1, int(s.connect_timeout * 1000)))
+        curl.setopt(pycurl.LOW_SPEED_LIMIT, max(0, s.low_speed_limit))
+        curl.setopt(pycurl.LOW_SPEED_TIME, max(1, int(s.low_speed_time)))
+        curl.setopt(pycurl.HTTP_VERSION,
+                    pycurl.CURL_HTTP_VERSION_2TLS if s.http2 else pycurl.CURL_HTTP_VERSION_1_1)
+        curl.setopt(pycurl.BUFFERSIZE, 64 * 1024)  # fewer WRITEFUNCTION calls per page
+        if s.resolve:
+            curl.setopt(pycurl.RESOLVE, list(s.resolve))
+        if not s.verify_tls:
+            curl.setopt(pycurl.SSL_VERIFYPEER, 0)
+            curl.setopt(pycurl.SSL_VERIFYHOST, 0)
+        return curl
+
+    async def fetch(self, request: HttpRequest) -> HttpResponse:
+        """Perform one GET; FetchError subclasses on failure, truncated=True when capped."""
+        if self._closed:
+            raise FetchError("transport is closed")
+        self._loop = loop = asyncio.get_running_loop()
+        future: asyncio.Future[HttpResponse] = loop.create_future()
+        job = _Job(request, future)
+        curl = self._handle()
+        try:
+            curl.setopt(pycurl.URL, request.url)
+            curl.setopt(pycurl.HTTPHEADER, self._base_headers + [f"{k}: {v}" for k, v in request.headers])
+            curl.setopt(pycurl.TIMEOUT_MS, max(1, int(request.timeout * 1000)))
+            curl.setopt(pycurl.CONNECTTIMEOUT_MS,
+                        max(1, int(min(self.settings.connect_timeout, request.timeout) * 1000)))
+            curl.setopt(pycurl.HEADERFUNCTION, job.on_header)
+            curl.setopt(pycurl.WRITEFUNCTION, job.on_body)
+            curl.setopt(pycurl.OPENSOCKETFUNCTION, _guard_socket(self.settings.guard, job))
+        except (pycurl.error, UnicodeEncodeError, TypeError) as exc:
+            self._release(curl)
+            raise ProtocolFetchError(f"cannot request {request.url!r}: {exc}") from None
+        self._jobs[curl] = job
+        # add_handle makes libcurl ask for a 0 ms timer: the transfer starts from _on_timeout.
+        self._multi.add_handle(curl)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            if self._jobs.pop(curl, None) is not None:
+                self._multi.remove_handle(curl)
+                self._release(curl)
+            raise
+
+    def _finish(self, curl: pycurl.Curl, code: int, message: str) -> None:
+        job = self._jobs.pop(curl, None)
+        self._multi.remove_handle(curl)
+        if job is None:
+            self._release(curl)
+            return
+        try:
+            result: HttpResponse | FetchError = self._result(curl, job, code, message)
+        except FetchError as exc:
+            result = exc
+        except Exception as exc:  # a bug here must still resolve the future, never hang the caller
+            result = FetchError(f"internal transport error: {type(exc).__name__}: {exc}")
+        self._release(curl)
+        if job.future.done():
+            return
+        if isinstance(result, FetchError):
+            job.future.set_exception(result)
+        else:
+            job.future.set_result(result)
+
+    def _result(self, curl: pycurl.Curl, job: _Job, code: int, message: str) -> HttpResponse:
+        if job.blocked:
+            raise BlockedAddressError(f"refused to connect to {job.blocked} (private or reserved address)")
+        if job.error is not None:
+            raise job.error
+        if code and not (code in _WRITE_ABORT and job.truncated):
+            raise curl_error(code, message)
+        body = b""
+        if job.decoder is not None:
+            body = job.decoder.finish()  # may raise ContentError for a cut-short stream
+            job.truncated = job.truncated or job.decoder.truncated
+        timings = Timings(
+            dns=curl.getinfo(pycurl.NAMELOOKUP_TIME),
+            connect=curl.getinfo(pycurl.CONNECT_TIME),
+            tls=curl.getinfo(pycurl.APPCONNECT_TIME),
+            first_byte=curl.getinfo(pycurl.STARTTRANSFER_TIME),
+            total=curl.getinfo(pycurl.TOTAL_TIME),
+        )
+        return HttpResponse(
+            url=job.request.url,
+            status=int(curl.getinfo(pycurl.RESPONSE_CODE)),
+            headers=tuple(job.headers),
+            body=body,
+            wire_bytes=job.header_bytes + job.wire_body,
+            truncated=job.truncated,
+            timings=timings,
+            remote_addr=str(curl.getinfo(pycurl.PRIMARY_IP) or ""),
+            http_version=_HTTP_VERSIONS.get(int(curl.getinfo(pycurl.INFO_HTTP_VERSION)), ""),
+        )
+
+    def _release(self, curl: pycurl.Curl) -> None:
+        # Drop the callbacks (they hold the job and its body) before the handle waits in the pool.
+        curl.unsetopt(pycurl.HEADERFUNCTION)
+        curl.unsetopt(pycurl.WRITEFUNCTION)
+        curl.unsetopt(pycurl.OPENSOCKETFUNCTION)
+        if self._closed or len(self._free) >= 512:
+            curl.close()
+        else:
+            self._free.append(curl)
+
+    async def aclose(self) -> None:
+        """Abort transfers in flight, close pooled handles and the connection cache."""
+        if self._closed:
+            return
+        self._closed = True
+        for curl, job in list(self._jobs.items()):
+            self._multi.remove_handle(curl)
+            if not job.future.done():
+                job.future.set_exception(FetchError("transport closed"))
+            curl.close()
+        self._jobs.clear()
+        for curl in self._free:
+            curl.close()
+        self._free.clear()
+        if self._timer is not None:
+            self._timer.cancel()
+        self._multi.close()
+        if self._loop is not None:
+            for fd, what in self._watched.items():
+                if what & pycurl.POLL_IN:
+                    self._loop.remove_reader(fd)
+                if what & pycurl.POLL_OUT:
+                    self._loop.remove_writer(fd)
+        self._watched.clear()
+
+
+Route = HttpResponse | Callable[[HttpRequest], HttpResponse] | FetchError
+
+
+class MemoryTransport:
+    """A transport serving canned responses by URL, for unit tests; records every request."""
+
+    def __init__(self, routes: Mapping[str, Route]) -> None:
+        self.routes = dict(routes)
+        self.requests: list[HttpRequest] = []
+        self.closed = False
+
+    async def fetch(self, request: HttpRequest) -> HttpResponse:
+        """The route's response for request.url (a 404 when there is none)."""
+        self.requests.append(request)
+        route = self.routes.get(request.url)
+        if route is None:
+            return make_response(request.url, 404, body=b"not found")
+        if isinstance(route, FetchError):
+            raise route
+        response = route(request) if callable(route) else route
+        # A canned response answers whatever URL it is routed from.
+        return response if response.url == request.url else dataclasses.replace(response, url=request.url)
+
+    async def aclose(self) -> None:
+        """Mark the transport closed."""
+        self.closed = True
+
+
+def make_response(url: str, status: int = 200, headers: Headers = (), body: bytes = b"") -> HttpResponse:
+    """A plain HttpResponse, for tests and MemoryTransport routes."""
+    return HttpResponse(url=url, status=status, headers=headers, body=body, wire_bytes=len(body),
+                        truncated=False, timings=Timings(), remote_addr="", http_version="1.1")
+

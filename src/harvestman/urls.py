@@ -1,0 +1,222 @@
+"""URL resolution and normalization on the hot path: WHATWG parsing by ada (C++), then crawler rules."""
+
+from __future__ import annotations
+
+import functools
+import importlib
+import ipaddress
+import re
+from typing import Any
+
+from harvestman.errors import InvalidUrlError
+
+# ada's Python wrapper (ada_url.URL) costs ~10 µs a URL in attribute look-ups; calling its cffi
+# library directly and slicing the href by the component offsets costs ~2 µs. The module is a
+# compiled cffi extension without type stubs, so it is imported dynamically and typed as Any.
+_ada: Any = importlib.import_module("ada_url._ada_wrapper")
+_lib: Any = _ada.lib
+_ffi: Any = _ada.ffi
+
+_OMITTED = 0xFFFFFFFF
+_SCHEME_HTTP = 0
+_SCHEME_HTTPS = 2
+_HOST_IPV4 = 1
+_HOST_IPV6 = 2
+
+MAX_SEGMENT_REPEATS = 3  # a path segment may occur at most this often (spider-trap guard)
+
+_PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
+_UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_SESSION_PARAMS = frozenset({"jsessionid", "phpsessid", "sid", "sessionid", "cfid", "cftoken"})
+_PATH_SESSION = re.compile(r";jsessionid=[^;/?#]*", re.IGNORECASE)
+
+
+def _fix_escape(match: re.Match[str]) -> str:
+    char = chr(int(match.group(1), 16))
+    # RFC 3986 §6.2.2.2: escapes of unreserved characters are equivalent to the characters.
+    return char if char in _UNRESERVED else "%" + match.group(1).upper()
+
+
+def _normalize_escapes(part: str) -> str:
+    return _PERCENT.sub(_fix_escape, part) if "%" in part else part
+
+
+class _Parsed:
+    """The pieces of one successfully parsed URL that the functions below need."""
+
+    __slots__ = ("hash_start", "host_end", "host_start", "host_type", "href", "path_start", "scheme",
+                 "search_start")
+
+    def __init__(self, handle: Any) -> None:
+        href = _lib.ada_get_href(handle)
+        # ada serialises special-scheme URLs as ASCII (punycode host, percent-encoded rest), so
+        # the byte offsets of the components are also character offsets.
+        self.href: str = _ffi.unpack(href.data, href.length).decode("utf-8", "replace")
+        comp = _lib.ada_get_components(handle)
+        self.scheme: int = _lib.ada_get_scheme_type(handle)
+        self.host_type: int = _lib.ada_get_host_type(handle)
+        self.host_start: int = comp.host_start
+        self.host_end: int = comp.host_end
+        self.path_start: int = comp.pathname_start
+        self.search_start: int = comp.search_start
+        self.hash_start: int = comp.hash_start
+
+    @property
+    def hostname(self) -> str:
+        start = self.host_start
+        # With credentials, host_start points at the "@" that ends them.
+        if start < len(self.href) and self.href[start] == "@":
+            start += 1
+        host = self.href[start : self.host_end]
+        if host.startswith("//"):
+            host = host[2:]
+        return host
+
+
+def _parse(url: str, base: str | None = None) -> _Parsed | None:
+    try:
+        data = url.encode("utf-8")
+        base_data = base.encode("utf-8") if base is not None else None
+    except UnicodeEncodeError:  # lone surrogates: not a URL anyone can send
+        return None
+    if base_data is None:
+        handle = _lib.ada_parse(data, len(data))
+    else:
+        handle = _lib.ada_parse_with_base(data, len(data), base_data, len(base_data))
+    try:
+        return _Parsed(handle) if _lib.ada_is_valid(handle) else None
+    finally:
+        _lib.ada_free(handle)
+
+
+def resolve(href: str, base: str | None = None) -> str | None:
+    """Join `href` to `base` as a browser does (WHATWG); None when the result does not parse."""
+    parsed = _parse(href, base)
+    return parsed.href if parsed is not None else None
+
+
+def _repeated_segment(path: str, limit: int) -> str | None:
+    if path.count("/") <= limit:
+        return None
+    counts: dict[str, int] = {}
+    for segment in path.split("/"):
+        if segment:
+            seen = counts.get(segment, 0) + 1
+            if seen > limit:
+                return segment
+            counts[segment] = seen
+    return None
+
+
+def _strip_session_params(query: str) -> str:
+    kept = []
+    for pair in query.split("&"):
+        name = pair.split("=", 1)[0].lower()
+        if name in _SESSION_PARAMS or name.startswith("aspsessionid"):
+            continue
+        kept.append(pair)
+    return "&".join(kept)
+
+
+def normalize(url: str, *, max_length: int = 2048, max_segment_repeats: int = MAX_SEGMENT_REPEATS) -> str:
+    """The canonical form of an http(s) URL, used as the crawl database key; InvalidUrlError if refused.
+
+    WHATWG parsing (lower-case host, IDN to punycode, default port dropped, dot segments resolved,
+    empty path as "/"), then: fragment dropped, escapes of unreserved characters decoded and other
+    escapes upper-cased, session ids dropped from query and path, an empty query dropped.
+    Userinfo is kept. Refused: non-http(s) schemes, URLs over `max_length` characters, and paths
+    with one segment repeated more than `max_segment_repeats` times (/x/x/x/x/, a spider trap).
+    Idempotent: normalize(normalize(u)) == normalize(u).
+    """
+    return _normalize(url, max_length, max_segment_repeats, again=True)
+
+
+def _normalize(url: str, max_length: int, max_repeats: int, *, again: bool) -> str:
+    # Refuse monsters before parsing them; normalization rarely shrinks a URL fourfold.
+    if len(url) > 4 * max_length + 64:
+        raise InvalidUrlError(f"URL longer than {max_length} characters ({len(url)})")
+    parsed = _parse(url)
+    if parsed is None:
+        raise InvalidUrlError(f"not a valid URL: {url[:200]!r}")
+    if parsed.scheme != _SCHEME_HTTP and parsed.scheme != _SCHEME_HTTPS:
+        scheme = parsed.href.split(":", 1)[0]
+        raise InvalidUrlError(f"scheme {scheme!r} is not fetched (only http and https): {url[:200]!r}")
+    href = parsed.href
+    if not parsed.hostname:
+        raise InvalidUrlError(f"URL has no host: {url[:200]!r}")
+    end = parsed.hash_start if parsed.hash_start != _OMITTED else len(href)
+    search = parsed.search_start
+    path_end = search if search != _OMITTED else end
+    path = _normalize_escapes(href[parsed.path_start : path_end])
+    query = _normalize_escapes(href[search + 1 : end]) if search != _OMITTED else ""
+    rerun = False
+    if ";" in path:
+        stripped = _PATH_SESSION.sub("", path)
+        # Removing ";jsessionid=..." can expose a dot segment ("/..;jsessionid=1/"): parse again.
+        rerun = stripped != path
+        path = stripped or "/"
+    if query:
+        query = _strip_session_params(query)
+    result = href[: parsed.path_start] + path + ("?" + query if query else "")
+    if rerun and again:
+        return _normalize(result, max_length, max_repeats, again=False)
+    if len(result) > max_length:
+        raise InvalidUrlError(f"URL longer than {max_length} characters ({len(result)}): {result[:200]!r}")
+    repeated = _repeated_segment(path, max_repeats)
+    if repeated is not None:
+        raise InvalidUrlError(
+            f"path segment {repeated[:50]!r} repeated more than {max_repeats} times (spider trap): "
+            f"{result[:200]!r}"
+        )
+    return result
+
+
+def host_of(url: str) -> str:
+    """The lower-case host name of `url` (IPv6 in brackets, no port); InvalidUrlError if it does not parse."""
+    parsed = _parse(url)
+    if parsed is None:
+        raise InvalidUrlError(f"not a valid URL: {url[:200]!r}")
+    return parsed.hostname
+
+
+@functools.lru_cache(maxsize=1)
+def _extractor() -> Any:
+    import tldextract
+
+    # suffix_list_urls=() and cache_dir=None: the snapshot bundled with tldextract, no network and
+    # no files written. Private suffixes (github.io, blogspot.com) count, so that alice.github.io
+    # and bob.github.io are different sites for scope and politeness.
+    return tldextract.TLDExtract(cache_dir=None, suffix_list_urls=(), include_psl_private_domains=True)
+
+
+def _is_ip(host: str) -> bool:
+    if host.startswith("["):
+        return True
+    if not host[-1:].isdigit():
+        return False
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+@functools.lru_cache(maxsize=65536)
+def registered_domain(host: str) -> str:
+    """The registrable domain of `host` (example.co.uk for www.example.co.uk); IPs and unknowns as is."""
+    host = host.lower().rstrip(".")
+    if not host or _is_ip(host):
+        return host
+    domain: str = _extractor()(host).top_domain_under_public_suffix
+    return domain or host
+
+
+def politeness_key(url: str, mode: str = "host") -> str:
+    """The key that groups `url` into a politeness queue: its host, registered domain, or (for "ip") host."""
+    host = host_of(url)
+    if mode == "domain":
+        return registered_domain(host)
+    if mode in ("host", "ip"):
+        # "ip": the engine maps the host to its resolved address later; here the host stands in.
+        return host
+    raise ValueError(f"politeness mode must be host, domain or ip, got {mode!r}")

@@ -1,0 +1,162 @@
+"""The crawl engine's logic over an in-memory transport: robots, redirects, retries, limits, faces."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from harvestman.config import CrawlConfig
+from harvestman.engine import Crawler
+from harvestman.errors import ConnectFetchError
+from harvestman.events import Event, EventKind
+from harvestman.records import HttpRequest, HttpResponse
+from harvestman.report import crawl_report
+from harvestman.transport import MemoryTransport, Route, make_response
+
+SITE = "http://a.test"
+
+
+def html(*links: str, title: str = "t", extra: str = "") -> HttpResponse:
+    body = f"<html><head><title>{title}</title>{extra}</head><body>"
+    body += "".join(f'<a href="{href}">{href}</a>' for href in links) + "</body></html>"
+    return make_response("", 200, (("Content-Type", "text/html; charset=utf-8"),), body.encode())
+
+
+def routes(**pages: HttpResponse | Route) -> dict[str, Route]:
+    table: dict[str, Route] = {
+        f"{SITE}/robots.txt": make_response("", 200, (), b"User-agent: *\nDisallow: /private/\n")
+    }
+    for path, page in pages.items():
+        table[f"{SITE}/{path.replace('_', '/')}" if path != "index" else f"{SITE}/"] = page
+    return table
+
+
+def crawl(
+    tmp_path: Path, table: dict[str, Route], **options: object
+) -> tuple[MemoryTransport, list[Event], Crawler]:
+    transport = MemoryTransport(table)
+    events: list[Event] = []
+    cfg = CrawlConfig(seeds=(f"{SITE}/",), out_dir=tmp_path / "out", **options)  # type: ignore[arg-type]
+    crawler = Crawler(cfg, transport=transport, on_event=events.append)
+    asyncio.run(crawler.run())
+    return transport, events, crawler
+
+
+def fetched_paths(transport: MemoryTransport) -> list[str]:
+    return [r.url.removeprefix(SITE) for r in transport.requests]
+
+
+def test_follows_links_obeys_robots_and_fetches_each_page_once(tmp_path: Path) -> None:
+    table = routes(
+        index=html("/a", "/b", "/private/x", "http://other.test/"), a=html("/", "/b"), b=html("/a")
+    )
+    transport, events, crawler = crawl(tmp_path, table)
+    paths = fetched_paths(transport)
+    assert sorted(paths) == ["/", "/a", "/b", "/robots.txt"]
+    assert crawler.stats.fetched == 3 and crawler.stats.skipped == 1
+    kinds = [e.kind for e in events]
+    assert kinds[0] == EventKind.CRAWL_STARTED and kinds[-1] == EventKind.CRAWL_FINISHED
+    assert any(e.kind == EventKind.SKIPPED and e.url.endswith("/private/x") for e in events)
+    log = (tmp_path / "out" / "download.log").read_text().splitlines()
+    assert f"{SITE}/a|Success" in log
+    assert f"{SITE}/private/x|FAILED|disallowed by robots.txt" in log
+
+
+def test_max_pages_and_max_depth(tmp_path: Path) -> None:
+    chain = {f"p{i}": html(f"/p{i + 1}") for i in range(20)}
+    table = routes(index=html("/p0"), **chain)
+    transport, _, _ = crawl(tmp_path / "depth", table, max_depth=3)
+    assert sorted(fetched_paths(transport)) == ["/", "/p0", "/p1", "/p2", "/robots.txt"]
+    transport, _, _ = crawl(tmp_path / "pages", table, max_pages=5)
+    assert len([p for p in fetched_paths(transport) if p != "/robots.txt"]) == 5
+
+
+def test_redirect_is_followed_in_scope_and_refused_out_of_scope(tmp_path: Path) -> None:
+    moved = make_response("", 301, (("Location", "/new"),))
+    away = make_response("", 302, (("Location", "http://elsewhere.test/"),))
+    table = routes(index=html("/old", "/away"), old=moved, new=html(), away=away)
+    transport, _, _ = crawl(tmp_path, table)
+    assert "/new" in fetched_paths(transport)
+    assert not any("elsewhere" in r.url for r in transport.requests)
+    report = crawl_report(tmp_path / "out")
+    assert report["states"]["redirect_perm"] == 1  # /old
+    assert report["states"]["redirect_temp"] == 1  # /away, refused out of scope
+
+
+def test_transient_errors_are_retried_then_given_up(tmp_path: Path) -> None:
+    table = routes(index=html("/flaky"), flaky=ConnectFetchError("connection reset"))
+    transport, _events, crawler = crawl(tmp_path, table, retries=0)
+    assert fetched_paths(transport).count("/flaky") == 1
+    assert crawler.stats.failed == 1
+    assert crawl_report(tmp_path / "out")["errors"] == {"connect": 1}
+
+
+def test_meta_robots_nofollow_and_rel_nofollow(tmp_path: Path) -> None:
+    table = routes(
+        index=html("/a", extra='<meta name="robots" content="nofollow">'),
+        a=html(),
+    )
+    transport, _, _ = crawl(tmp_path / "meta", table)
+    assert "/a" not in fetched_paths(transport)
+    page = make_response(
+        "", 200, (("Content-Type", "text/html"),), b'<a rel="nofollow" href="/a">a</a><a href="/b">b</a>'
+    )
+    transport, _, _ = crawl(tmp_path / "rel", routes(index=page, a=html(), b=html()))
+    assert "/a" not in fetched_paths(transport) and "/b" in fetched_paths(transport)
+
+
+def test_robots_server_error_means_disallow_all(tmp_path: Path) -> None:
+    table = routes(index=html("/a"))
+    table[f"{SITE}/robots.txt"] = make_response("", 500)
+    transport, _, crawler = crawl(tmp_path, table, max_pages=1)
+    assert fetched_paths(transport) == ["/robots.txt"]
+    assert crawler.stats.fetched == 0
+
+
+def test_pages_async_iterator_yields_parsed_pages(tmp_path: Path) -> None:
+    table = routes(index=html("/a", title="home"), a=html(title="A"))
+    cfg = CrawlConfig(seeds=(f"{SITE}/",), out_dir=tmp_path / "out")
+
+    async def collect() -> list[str]:
+        crawler = Crawler(cfg, transport=MemoryTransport(table))
+        return [page.parsed.title async for page in crawler.pages() if page.parsed]
+
+    assert sorted(asyncio.run(collect())) == ["A", "home"]
+
+
+def test_sync_iteration_and_early_break(tmp_path: Path) -> None:
+    chain = {f"p{i}": html(f"/p{i + 1}") for i in range(50)}
+    table = routes(index=html("/p0"), **chain)
+    cfg = CrawlConfig(seeds=(f"{SITE}/",), out_dir=tmp_path / "out", max_depth=100)
+    seen = []
+    for page in Crawler(cfg, transport=MemoryTransport(table)):
+        seen.append(page.result.final_url)
+        if len(seen) == 3:
+            break
+    assert len(seen) == 3
+    # The crawl stopped cleanly: it can be resumed and finishes the rest.
+    resumed = Crawler(cfg.replace(resume=True, seeds=()), transport=MemoryTransport(table))
+    rest = [page.result.final_url for page in resumed]
+    # Pages in flight when the consumer left are stored, not handed out: at most per_host here.
+    assert 52 - cfg.per_host <= len(seen) + len(rest) <= 52
+
+
+def test_an_exception_inside_a_page_is_recorded_not_fatal(tmp_path: Path) -> None:
+    def explode(request: HttpRequest) -> HttpResponse:
+        raise RuntimeError("boom")
+
+    table = routes(index=html("/bad", "/good"), bad=explode, good=html())
+    transport, _, crawler = crawl(tmp_path, table)
+    assert "/good" in fetched_paths(transport)
+    assert crawl_report(tmp_path / "out")["errors"].get("internal", 0) + crawler.stats.failed >= 1
+
+
+def test_bad_config_values_are_refused() -> None:
+    from harvestman.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="per_host"):
+        CrawlConfig(per_host=0)
+    with pytest.raises(ConfigError, match="scope"):
+        CrawlConfig(scope="galaxy")

@@ -1,0 +1,158 @@
+"""Fetcher: redirects (chains, loops, schemes, hop checks, credentials) and complete FetchResults."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+
+from harvestman.addrguard import AddressGuard
+from harvestman.errors import ConnectFetchError, TimeoutFetchError
+from harvestman.fetcher import Fetcher, is_transient
+from harvestman.records import FetchResult, HttpRequest, HttpResponse
+from harvestman.transport import CurlTransport, MemoryTransport, TransportSettings, make_response
+from tests.httpserver import Handler, RouteServer, RouteValue
+
+A = "http://a.test"
+
+
+def redirect(url: str, location: str, status: int = 302) -> HttpResponse:
+    return make_response(url, status, (("Location", location),))
+
+
+def fetch(transport: MemoryTransport, url: str, **kw: object) -> FetchResult:
+    fetcher = Fetcher(transport, **kw)  # type: ignore[arg-type]
+    return asyncio.run(fetcher.fetch(url, timeout=5, max_size=1 << 20))
+
+
+def test_plain_html_result() -> None:
+    headers = (("Content-Type", "text/html; charset=koi8-r"),)
+    t = MemoryTransport({f"{A}/": make_response(f"{A}/", 200, headers, "привет".encode("koi8-r"))})
+    r = fetch(t, f"{A}/")
+    assert not r.error and r.server_success
+    assert r.content_type == "text/html"
+    assert r.charset == "koi8-r"
+    assert r.text == "привет"
+    assert not r.is_binary
+    assert r.final_url == f"{A}/" and r.redirects == ()
+    assert r.started_at > 0 and r.attempt == 1
+
+
+def test_binary_labelled_html_has_no_text() -> None:
+    png = b"\x89PNG\r\n\x1a\n" + bytes(100)
+    t = MemoryTransport({f"{A}/": make_response(f"{A}/", 200, (("Content-Type", "text/html"),), png)})
+    r = fetch(t, f"{A}/")
+    assert r.is_binary and r.text is None and r.body == png
+
+
+def test_redirect_chain_relative_and_absolute() -> None:
+    t = MemoryTransport({
+        f"{A}/1": redirect(f"{A}/1", "/2", 301),
+        f"{A}/2": redirect(f"{A}/2", "3", 307),
+        f"{A}/3": redirect(f"{A}/3", "http://b.test/end", 308),
+        "http://b.test/end": make_response("http://b.test/end", 200, body=b"done"),
+    })
+    r = fetch(t, f"{A}/1")
+    assert r.status == 200 and r.final_url == "http://b.test/end" and r.body == b"done"
+    assert [(h.url, h.status, h.location) for h in r.redirects] == [
+        (f"{A}/1", 301, f"{A}/2"), (f"{A}/2", 307, f"{A}/3"), (f"{A}/3", 308, "http://b.test/end")]
+    assert r.wire_bytes == 4
+
+
+def test_redirect_loop_stops() -> None:
+    t = MemoryTransport({f"{A}/a": redirect(f"{A}/a", "/b"), f"{A}/b": redirect(f"{A}/b", "/a")})
+    r = fetch(t, f"{A}/a", max_redirects=10)
+    assert r.error_class == "too_many_redirects"
+    assert len(r.redirects) == 10
+    assert len(t.requests) == 11
+    assert not is_transient(r.error_class)
+
+
+def test_endless_counter_redirects_stop() -> None:
+    def next_page(req: HttpRequest) -> HttpResponse:
+        n = int(req.url.rsplit("=", 1)[1])
+        return redirect(req.url, f"/?n={n + 1}")
+
+    routes = {f"{A}/?n={i}": next_page for i in range(100)}
+    r = fetch(MemoryTransport(routes), f"{A}/?n=0", max_redirects=3)
+    assert r.error_class == "too_many_redirects" and len(r.redirects) == 3
+
+
+def test_redirect_to_other_schemes_refused() -> None:
+    for target in ("file:///etc/passwd", "ftp://a.test/x", "data:text/html,hi", "javascript:alert(1)"):
+        t = MemoryTransport({f"{A}/": redirect(f"{A}/", target)})
+        r = fetch(t, f"{A}/")
+        assert r.error_class == "redirect_refused", target
+        assert r.status == 302
+        assert len(t.requests) == 1
+
+
+def test_non_http_url_refused() -> None:
+    t = MemoryTransport({})
+    r = fetch(t, "file:///etc/passwd")
+    assert r.error and r.error_class == "unsupported_url" and t.requests == []
+
+
+def test_hop_check_refuses() -> None:
+    t = MemoryTransport({f"{A}/": redirect(f"{A}/", "http://out.test/")})
+    async def check(url: str) -> str | None:
+        return "out of scope" if "out.test" in url else None
+
+    r = fetch(t, f"{A}/", hop_check=check)
+    assert r.error_class == "redirect_refused" and "out of scope" in r.error_message
+    assert [q.url for q in t.requests] == [f"{A}/"]
+
+
+def test_credentials_dropped_cross_origin_and_on_downgrade() -> None:
+    t = MemoryTransport({
+        "https://a.test/": redirect("https://a.test/", "https://a.test/same"),
+        "https://a.test/same": redirect("https://a.test/same", "http://a.test:8080/down"),
+        "http://a.test:8080/down": redirect("http://a.test:8080/down", "http://b.test/"),
+        "http://b.test/": make_response("http://b.test/", 200),
+    })
+    secrets = (("Authorization", "Bearer x"), ("Cookie", "s=1"), ("Proxy-Authorization", "y"),
+               ("X-Keep", "1"))
+    asyncio.run(Fetcher(t).fetch("https://a.test/", headers=secrets, timeout=5, max_size=1000))
+    sent = [{k.lower() for k, _ in q.headers} for q in t.requests]
+    assert sent[0] == sent[1] == {"authorization", "cookie", "proxy-authorization", "x-keep"}
+    assert sent[2] == sent[3] == {"x-keep"}
+
+
+def test_transport_errors_become_records() -> None:
+    t = MemoryTransport({f"{A}/": redirect(f"{A}/", "/x"), f"{A}/x": ConnectFetchError("reset")})
+    r = fetch(t, f"{A}/")
+    assert r.error_class == "connect" and r.error_message == "reset"
+    assert r.status == 0 and r.final_url == f"{A}/x" and len(r.redirects) == 1
+    assert is_transient("connect") and is_transient("timeout")
+    assert not is_transient("tls") and not is_transient("blocked_address") and not is_transient("nonsense")
+    r = fetch(MemoryTransport({f"{A}/": TimeoutFetchError("slow")}), f"{A}/")
+    assert r.error_class == "timeout"
+
+
+def test_over_real_sockets_redirect_then_gzip() -> None:
+    def to_file(h: Handler) -> None:
+        h.send_simple(302, {"Location": "file:///etc/passwd"}, b"")
+
+    routes: dict[str, RouteValue] = {
+        "/start": (301, {"Location": "/page"}, b""),
+        "/page": (200, {"Content-Type": "text/html", "Content-Encoding": "gzip"},
+                  gzip.compress(b"<meta charset=windows-1251>" + "мир".encode("cp1251"))),
+        "/file": to_file,
+        "/loop": (302, {"Location": "/loop"}, b""),
+    }
+    with RouteServer(routes, host="127.1.0.7") as srv:
+        async def main() -> list[FetchResult]:
+            transport = CurlTransport(TransportSettings(user_agent="t", guard=AddressGuard(["127.0.0.0/8"])))
+            fetcher = Fetcher(transport, max_redirects=5)
+            try:
+                return [await fetcher.fetch(srv.url(p), timeout=5, max_size=1 << 20)
+                        for p in ("/start", "/file", "/loop")]
+            finally:
+                await transport.aclose()
+
+        ok, to_file_result, loop = asyncio.run(main())
+    assert ok.status == 200 and ok.final_url == srv.url("/page")
+    assert ok.charset == "cp1251" and ok.text is not None and ok.text.endswith("мир")
+    assert ok.remote_addr == "127.1.0.7" and ok.wire_bytes > 0
+    assert to_file_result.error_class == "redirect_refused"
+    assert loop.error_class == "too_many_redirects"
+    assert srv.paths.count("/loop") == 6

@@ -1,0 +1,60 @@
+"""How a fetch result becomes a URL state: Nutch's rules, retries, Retry-After."""
+
+from __future__ import annotations
+
+from harvestman.config import CrawlConfig
+from harvestman.outcome import decide
+from harvestman.records import FetchResult, LeasedUrl, RedirectHop, UrlState
+
+NOW = 1_800_000_000.0
+CFG = CrawlConfig(retries=2)
+URL = "http://a.test/"
+
+
+def leased(retries: int = 0) -> LeasedUrl:
+    return LeasedUrl(URL, "a.test", 0, retries, NOW + 300)
+
+
+def result(status: int = 200, **kw: object) -> FetchResult:
+    return FetchResult(url=URL, final_url=str(kw.pop("final_url", URL)), status=status, **kw)  # type: ignore[arg-type]
+
+
+def test_success_is_fetched_with_a_signature() -> None:
+    d = decide(result(200, body=b"hello"), leased(), NOW, CFG)
+    assert d.outcome.state == UrlState.FETCHED and d.final and d.outcome.signature and not d.reason
+
+
+def test_redirect_followed_marks_the_requested_url_and_names_the_target() -> None:
+    hops = (RedirectHop(URL, 301, "http://a.test/new"),)
+    d = decide(result(200, final_url="http://a.test/new", redirects=hops), leased(), NOW, CFG)
+    assert d.outcome.state == UrlState.REDIRECT_PERM and d.outcome.final_url == "http://a.test/new"
+    hops = (RedirectHop(URL, 302, "http://a.test/new"),)
+    d = decide(result(200, final_url="http://a.test/new", redirects=hops), leased(), NOW, CFG)
+    assert d.outcome.state == UrlState.REDIRECT_TEMP
+
+
+def test_not_found_is_gone_not_modified_is_kept() -> None:
+    assert decide(result(404), leased(), NOW, CFG).outcome.state == UrlState.GONE
+    assert decide(result(304), leased(), NOW, CFG).outcome.state == UrlState.NOT_MODIFIED
+
+
+def test_transient_errors_retry_with_backoff_then_give_up() -> None:
+    timeout = result(0, error_class="timeout", error_message="deadline")
+    first = decide(timeout, leased(0), NOW, CFG)
+    assert first.outcome.state == UrlState.UNFETCHED and not first.final and first.outcome.retried
+    assert first.outcome.next_fetch_time > NOW
+    last = decide(timeout, leased(2), NOW, CFG)
+    assert last.outcome.state == UrlState.GONE and last.final and "3 attempts" in last.reason
+
+
+def test_permanent_errors_end_at_once() -> None:
+    d = decide(result(0, error_class="blocked_address", error_message="127.0.0.1"), leased(), NOW, CFG)
+    assert d.outcome.state == UrlState.GONE and d.final and not d.host_failed
+
+
+def test_429_pauses_the_host_for_retry_after() -> None:
+    d = decide(result(429, headers=(("Retry-After", "120"),)), leased(), NOW, CFG)
+    assert d.pause_host_until == NOW + 120
+    assert d.outcome.state == UrlState.UNFETCHED and d.outcome.next_fetch_time >= NOW + 120
+    huge = decide(result(503, headers=(("Retry-After", "1000000000"),)), leased(), NOW, CFG)
+    assert huge.pause_host_until == NOW + CFG.retry_after_cap

@@ -1,0 +1,198 @@
+"""HTML parsing: links of every kind, base href, meta robots, text, and hostile documents."""
+
+from __future__ import annotations
+
+import time
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from harvestman.parse import parse_html
+from harvestman.records import LinkKind
+
+PAGE = "http://example.com/dir/page.html"
+
+SAMPLE = """<!DOCTYPE html>
+<html lang="en-GB">
+<head>
+  <meta charset="utf-8">
+  <title>  The   Sample
+     Page </title>
+  <meta name="Description" content="A page  for tests.">
+  <meta name="viewport" content="width=device-width">
+  <link rel="stylesheet" href="/style.css">
+  <link rel="alternate stylesheet" href="/alt.css">
+  <link rel="canonical" href="https://example.com/dir/page.html">
+  <link rel="alternate" type="application/rss+xml" href="/feed.xml">
+  <link rel="next" href="page2.html">
+  <meta http-equiv="refresh" content="30; URL='/refreshed'">
+  <style>body { color: red }</style>
+  <script>var hidden = "<a href='/not-a-link'>";</script>
+</head>
+<body>
+  <h1>Heading</h1>
+  <p>First <a href="a.html">relative link</a> and <a href="/b.html#frag" rel="nofollow ugc">no follow</a>.</p>
+  <a href="https://other.org/x">  other
+     host </a>
+  <a href="javascript:void(0)">js</a> <a href="mailto:a@b.c">mail</a> <a href="tel:123">tel</a>
+  <a href="data:text/html,hi">data</a> <a href="ftp://files.example.com/">ftp</a> <a>no href</a>
+  <map><area href="/area" alt="An area"></map>
+  <iframe src="frame.html"></iframe>
+  <noscript>enable scripts</noscript>
+  <template><p>template text</p></template>
+  <a href="a.html">relative link again</a>
+</body>
+</html>"""
+
+
+def test_links_of_every_kind() -> None:
+    page = parse_html(SAMPLE, PAGE)
+    got = [(link.url, link.kind) for link in page.links]
+    assert got == [
+        ("https://example.com/dir/page.html", LinkKind.CANONICAL),
+        ("http://example.com/feed.xml", LinkKind.ALTERNATE),
+        ("http://example.com/dir/page2.html", LinkKind.NEXT),
+        ("http://example.com/refreshed", LinkKind.META_REFRESH),
+        ("http://example.com/dir/a.html", LinkKind.ANCHOR),
+        ("http://example.com/b.html#frag", LinkKind.ANCHOR),  # resolved, not normalized
+        ("https://other.org/x", LinkKind.ANCHOR),
+        ("http://example.com/area", LinkKind.AREA),
+        ("http://example.com/dir/frame.html", LinkKind.IFRAME),
+    ]
+    by_url = {link.url: link for link in page.links}
+    assert by_url["http://example.com/b.html#frag"].nofollow
+    assert not by_url["http://example.com/dir/a.html"].nofollow
+    assert by_url["http://example.com/dir/a.html"].anchor == "relative link"  # first occurrence kept
+    assert by_url["https://other.org/x"].anchor == "other host"
+    assert by_url["http://example.com/area"].anchor == "An area"
+
+
+def test_metadata_and_text() -> None:
+    page = parse_html(SAMPLE, PAGE)
+    assert page.title == "The Sample Page"
+    assert page.description == "A page for tests."
+    assert page.language == "en-GB"
+    assert not page.noindex and not page.nofollow
+    assert page.base_url == PAGE
+    assert page.text.startswith("Heading First relative link and no follow .")
+    for hidden in ("color: red", "hidden", "enable scripts", "template text"):
+        assert hidden not in page.text
+
+
+def test_base_href() -> None:
+    html = '<base href="http://cdn.example.net/root/"><base href="/ignored/"><a href="x">x</a>'
+    page = parse_html(html, PAGE)
+    assert page.base_url == "http://cdn.example.net/root/"
+    assert [link.url for link in page.links] == ["http://cdn.example.net/root/x"]
+    html = '<base href="javascript:alert(1)//"><a href="x">x</a>'
+    assert [link.url for link in parse_html(html, PAGE).links] == ["http://example.com/dir/x"]
+
+
+def test_meta_robots_and_content_language() -> None:
+    page = parse_html('<meta name="ROBOTS" content="noindex, NoFollow">', PAGE)
+    assert page.noindex and page.nofollow
+    page = parse_html('<meta name="robots" content="none">', PAGE)
+    assert page.noindex and page.nofollow
+    page = parse_html('<meta name="robots" content="noindex">', PAGE)
+    assert page.noindex and not page.nofollow
+    page = parse_html('<meta name="googlebot" content="noindex">', PAGE)
+    assert not page.noindex
+    page = parse_html('<meta http-equiv="Content-Language" content="de, en">', PAGE)
+    assert page.language == "de"
+
+
+def test_meta_refresh_forms() -> None:
+    for content, target in [
+        ("0;url=/a", "http://example.com/a"),
+        ("5; URL = 'b.html'", "http://example.com/dir/b.html"),
+        ("3,url= /c", "http://example.com/c"),
+        ("1; http://other.org/d", "http://other.org/d"),
+    ]:
+        page = parse_html(f'<meta http-equiv="refresh" content="{content}">', PAGE)
+        assert [link.url for link in page.links] == [target], content
+    assert parse_html('<meta http-equiv="refresh" content="10">', PAGE).links == ()
+
+
+def test_followed_occurrence_clears_nofollow() -> None:
+    page = parse_html('<a href="/x" rel="nofollow">a</a><a href="/x">b</a>', PAGE)
+    assert len(page.links) == 1
+    assert not page.links[0].nofollow
+    assert page.links[0].anchor == "b"
+
+
+def test_links_capped_and_deduplicated() -> None:
+    html = "".join(f'<a href="/p{i % 3000}">x</a>' for i in range(100_000))
+    page = parse_html(html, PAGE, max_links=1000)
+    assert len(page.links) == 1000
+    assert page.links[0].url == "http://example.com/p0"
+    assert len({link.url for link in page.links}) == 1000
+    assert parse_html(html, PAGE, max_links=0).links == ()
+
+
+def test_deeply_nested_elements_parse_quickly() -> None:
+    for html in (
+        "<div>" * 100_000 + '<a href="/deep">deep</a>' + "</div>" * 100_000,
+        "<section><ul><pre>" * 40_000 + '<a href="/deep">deep</a>',
+        "<span>" * 50_000 + "<div>" * 50_000 + '<a href="/deep">deep</a>',
+    ):
+        started = time.perf_counter()
+        page = parse_html(html, PAGE)
+        assert time.perf_counter() - started < 3.0
+        assert [link.url for link in page.links] == ["http://example.com/deep"]
+        assert "deep" in page.text
+
+
+def test_huge_text_nul_bytes_and_surrogates() -> None:
+    started = time.perf_counter()
+    page = parse_html("<title>t</title><p>" + "word " * 2_000_000, PAGE)
+    assert len(page.text) <= 1_000_000
+    assert page.text.startswith("word word")
+    page = parse_html('<a href="/a\x00b">x\x00y</a>\x00', PAGE)
+    assert len(page.links) == 1
+    page = parse_html('<a href="/ok">\udcff</a><p>\ud800</p>', PAGE)
+    assert [link.url for link in page.links] == ["http://example.com/ok"]
+    assert time.perf_counter() - started < 5.0
+
+
+def test_malformed_html() -> None:
+    for html in ["", "<", "<a href=", "<a href='/x", "</p></div></html>", "<html><frameset><frame src=f>",
+                 "<svg><a href='/svg'>s</a></svg>", "<!-- <a href='/c'> -->", "\ufeff<a href=/bom>"]:
+        page = parse_html(html, PAGE)
+        assert all(link.url.startswith("http") for link in page.links)
+    page = parse_html("<frameset><frame src='f1'><frame src='f2'></frameset>", PAGE)
+    assert [(link.url, link.kind) for link in page.links] == [
+        ("http://example.com/dir/f1", LinkKind.FRAME), ("http://example.com/dir/f2", LinkKind.FRAME)]
+    assert page.text == ""
+
+
+def test_bad_page_url_keeps_absolute_links() -> None:
+    page = parse_html('<a href="/rel">r</a><a href="http://abs.example/">a</a>', "not a url")
+    assert [link.url for link in page.links] == ["http://abs.example/"]
+
+
+_html = st.lists(
+    st.one_of(
+        st.sampled_from([
+            "<a href='", "'>", "<div>", "</div>", "<base href=", "<meta http-equiv=refresh content='0;url=",
+            "<link rel=canonical href=", "<iframe src=", "<script>", "</script>", "<title>", "&amp;",
+            "\x00", "javascript:", "//h/", "../", "#", "<!--", "-->", "<template>", ">",
+        ]),
+        st.text(max_size=10),
+    ),
+    max_size=40,
+).map("".join)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_html, st.integers(min_value=0, max_value=5))
+def test_never_raises_and_output_is_bounded(html: str, max_links: int) -> None:
+    page = parse_html(html, PAGE, max_links=max_links, max_text=50)
+    assert len(page.links) <= max_links
+    assert len(page.text) <= 50
+    assert all(link.url.startswith(("http://", "https://")) for link in page.links)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=200))
+def test_arbitrary_text_never_raises(text: str) -> None:
+    parse_html(text, PAGE)
