@@ -7,7 +7,7 @@ import contextlib
 import sys
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harvestman.config import CrawlConfig
@@ -15,6 +15,7 @@ from harvestman.errors import ConfigError, InvalidUrlError
 from harvestman.events import Event, EventKind
 from harvestman.fetcher import Fetcher
 from harvestman.frontier import Frontier
+from harvestman.hostkeys import HostKeys
 from harvestman.journal import RunJournal
 from harvestman.outcome import Decision, decide
 from harvestman.parse import parse_html
@@ -25,12 +26,13 @@ from harvestman.scope import Scope
 from harvestman.sqlite_frontier import SqliteFrontier
 from harvestman.sync import iterate_in_thread
 from harvestman.transport import CurlTransport, Transport, TransportSettings
-from harvestman.urls import normalize, politeness_key
+from harvestman.urls import normalize
 from harvestman.warc import WarcWriter, recover
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 ACCEPT_ENCODING = "gzip, deflate, br, zstd"
 IDLE_POLL = 0.25  # longest sleep while waiting for a host to become ready
+QUEUE_SAMPLE_EVERY = 0.25  # seconds between samples of the frontier's size for the display
 
 
 @dataclass(slots=True)
@@ -44,6 +46,7 @@ class CrawlStats:
     skipped: int = 0  # refused before fetching (robots.txt, invalid seed)
     bytes: int = 0  # bytes on the wire
     in_flight: int = 0
+    queued: int = 0  # URLs waiting in the frontier (sampled a few times a second)
     busy_hosts: set[str] = field(default_factory=set)
 
     def pages_per_second(self, now: float | None = None) -> float:
@@ -77,6 +80,7 @@ class Crawler:
         self._pending: list[tuple[FetchOutcome, list[NewUrl]]] = []
         self._wake = asyncio.Event()
         self._done_total = 0
+        self._keys = HostKeys(config.host_key, config.resolve)
 
     # ----- faces -----------------------------------------------------------------------------
 
@@ -131,13 +135,13 @@ class Crawler:
             per_host=cfg.per_host,
             delay=cfg.delay,
             lease_seconds=cfg.lease_seconds,
-            host_of=lambda url: politeness_key(url, cfg.host_key),
+            host_of=self._keys.key,
         )
         journal = RunJournal(out, sys.stdout if cfg.log_json else None)
         self._listeners.insert(0, journal.event)
         transport = self._transport or CurlTransport(TransportSettings.from_config(cfg))
         try:
-            seeds = self._prepare(frontier, journal)
+            seeds = await self._prepare(frontier, journal)
             recover(out / "warc")
             warc = WarcWriter(out / "warc", max_bytes=cfg.warc_max_bytes)
             try:
@@ -146,6 +150,7 @@ class Crawler:
                     transport,
                     cfg,
                     on_defer=lambda host, until: self._pause(frontier, host, until, "robots.txt 429"),
+                    host_key=self._keys.key,
                 )
                 fetcher = Fetcher(
                     transport,
@@ -176,7 +181,7 @@ class Crawler:
                 self._listeners.remove(journal.event)
         return self.stats
 
-    def _prepare(self, frontier: Frontier, journal: RunJournal) -> list[str]:
+    async def _prepare(self, frontier: Frontier, journal: RunJournal) -> list[str]:
         """Record the run's seeds, or take them back from the database when resuming."""
         cfg = self.config
         stored = frontier.get_meta("seeds")
@@ -208,11 +213,12 @@ class Crawler:
                 continue
             if url not in seeds:
                 seeds.append(url)
-            new.append(NewUrl(url, politeness_key(url, cfg.host_key), 0, 1.0))
+            new.append(NewUrl(url, "", 0, 1.0))
         if not seeds:
             raise ConfigError("no valid seed URL to start from")
         frontier.set_meta("seeds", "\n".join(seeds))
-        frontier.add(new)
+        await self._keys.prepare(u.url for u in new)
+        frontier.add([replace(u, host=self._keys.key(u.url)) for u in new])
         counts = frontier.counts()
         self._done_total = sum(n for state, n in counts.items() if state != UrlState.UNFETCHED)
         return seeds
@@ -234,8 +240,12 @@ class Crawler:
             tasks.discard(task)
             self._wake.set()
 
+        sampled_at = 0.0
         while True:
             self._flush(frontier)
+            if time.monotonic() - sampled_at > QUEUE_SAMPLE_EVERY:
+                sampled_at = time.monotonic()
+                self.stats.queued = frontier.counts().get(UrlState.UNFETCHED, 0)
             budget = 0 if self._stopping else cfg.concurrency - len(tasks)
             if cfg.max_pages:
                 budget = min(budget, cfg.max_pages - self._done_total - len(tasks))
@@ -320,6 +330,8 @@ class Crawler:
             decision = decide(result, leased, now, cfg)
             self.stats.bytes += result.wire_bytes
             parsed, new_urls = self._outlinks(result, leased, scope) if cfg.follow_links else (None, [])
+            await self._keys.prepare(u.url for u in new_urls)
+            new_urls = [replace(u, host=self._keys.key(u.url)) for u in new_urls]
             if result.status:
                 warc.write(result, self._request_headers(headers), [u.url for u in new_urls])
             self._pending.append((decision.outcome, new_urls))
@@ -462,7 +474,7 @@ class Crawler:
             if url in seen or not scope.allows(url):
                 continue
             seen.add(url)
-            new_urls.append(NewUrl(url, politeness_key(url, cfg.host_key), depth, 0.0, leased.url))
+            new_urls.append(NewUrl(url, "", depth, 0.0, leased.url))
         return parsed, new_urls
 
     async def _hop_check(self, url: str, scope: Scope, robots: RobotsGate) -> str | None:

@@ -42,6 +42,8 @@ class ProgressDisplay:
             f"{stats.pages_per_second(time.time()):7.1f} pages/s  ",
             ("fetched ", "green"),
             f"{stats.fetched:,}  ",
+            ("queued ", "blue"),
+            f"{stats.queued:,}  ",
             ("failed ", "red"),
             f"{stats.failed:,}  ",
             ("skipped ", "yellow"),

@@ -12,7 +12,6 @@ from harvestman.config import CrawlConfig
 from harvestman.fetcher import Fetcher
 from harvestman.robots import RobotsCache, RobotsRules, rules_for_response
 from harvestman.transport import Transport
-from harvestman.urls import politeness_key
 
 ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309 asks crawlers to parse at least 500 KiB
 ROBOTS_MAX_REDIRECTS = 5  # RFC 9309: follow at least five redirects
@@ -32,7 +31,11 @@ class RobotsGate:
     """Decides per URL from its origin's robots.txt, fetching each file once at a time."""
 
     def __init__(
-        self, transport: Transport, config: CrawlConfig, on_defer: Callable[[str, float], None] | None = None
+        self,
+        transport: Transport,
+        config: CrawlConfig,
+        on_defer: Callable[[str, float], None] | None = None,
+        host_key: Callable[[str], str] | None = None,
     ) -> None:
         self._config = config
         self._fetcher = Fetcher(transport, max_redirects=ROBOTS_MAX_REDIRECTS)
@@ -40,6 +43,7 @@ class RobotsGate:
         self._inflight: dict[str, asyncio.Future[tuple[RobotsRules, float]]] = {}
         self._deferred: dict[str, float] = {}  # origin -> until when its robots.txt said 429
         self._on_defer = on_defer
+        self._host_key = host_key or (lambda url: urlsplit(url).hostname or "")
 
     async def check(self, url: str) -> RobotsVerdict:
         """The verdict for `url` under its origin's robots.txt (fetched on first use)."""
@@ -89,7 +93,7 @@ class RobotsGate:
             until = now + ttl
             self._deferred[origin] = until
             if self._on_defer is not None:
-                self._on_defer(politeness_key(origin + "/", cfg.host_key), until)
+                self._on_defer(self._host_key(origin + "/"), until)
             return rules, until
         self._cache.put(origin, rules, now + ttl)
         return rules, 0.0
