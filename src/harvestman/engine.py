@@ -7,7 +7,7 @@ import contextlib
 import sys
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harvestman.config import CrawlConfig
@@ -59,6 +59,19 @@ PageHandler = Callable[[CrawledPage], Awaitable[None]]
 EventHandler = Callable[[Event], None]
 
 
+@dataclass(frozen=True, slots=True)
+class _Run:
+    """The collaborators of one run, built by `Crawler.run` and shared by its fetch tasks."""
+
+    frontier: Frontier
+    journal: RunJournal
+    warc: WarcWriter
+    fetcher: Fetcher
+    robots: RobotsGate
+    scope: Scope
+    on_page: PageHandler | None
+
+
 class Crawler:
     """Runs one crawl (or a download of a list) into `config.out_dir`, resumable at any moment."""
 
@@ -81,6 +94,7 @@ class Crawler:
         self._wake = asyncio.Event()
         self._done_total = 0
         self._keys = HostKeys(config.host_key, config.resolve)
+        self._failing_hosts: set[str] = set()  # hosts whose failure streak the frontier is counting
 
     # ----- faces -----------------------------------------------------------------------------
 
@@ -158,7 +172,7 @@ class Crawler:
                     hop_check=lambda url: self._hop_check(url, scope, robots),
                 )
                 self._emit(Event(EventKind.CRAWL_STARTED, time.time(), message=" ".join(seeds)))
-                await self._loop_until_done(frontier, journal, warc, fetcher, robots, scope, on_page)
+                await self._loop_until_done(_Run(frontier, journal, warc, fetcher, robots, scope, on_page))
             finally:
                 warc.close()
         finally:
@@ -192,48 +206,34 @@ class Crawler:
         if cfg.resume:
             released = frontier.release_leases()
             if released:
-                self._emit(
-                    Event(
-                        EventKind.CRAWL_STARTED, time.time(), message=f"resumed; {released} leases released"
-                    )
-                )
-        seeds: list[str] = list(stored.split("\n")) if stored else []
-        new: list[NewUrl] = []
+                message = f"resumed; {released} leases released"
+                self._emit(Event(EventKind.CRAWL_STARTED, time.time(), message=message))
+        seeds: list[str] = stored.split("\n") if stored else []
+        new: list[str] = []
         for raw in cfg.seeds:
             try:
                 url = normalize(raw.strip(), max_length=cfg.max_url_length)
             except InvalidUrlError as exc:
                 journal.download(raw, False, f"invalid URL: {exc}")
                 self.stats.skipped += 1
-                self._emit(
-                    Event(
-                        EventKind.GAVE_UP, time.time(), url=raw, error_class="invalid_url", message=str(exc)
-                    )
-                )
+                self._emit(Event(EventKind.GAVE_UP, time.time(), url=raw, error_class="invalid_url",
+                                 message=str(exc)))
                 continue
+            new.append(url)
             if url not in seeds:
                 seeds.append(url)
-            new.append(NewUrl(url, "", 0, 1.0))
         if not seeds:
             raise ConfigError("no valid seed URL to start from")
         frontier.set_meta("seeds", "\n".join(seeds))
-        await self._keys.prepare(u.url for u in new)
-        frontier.add([replace(u, host=self._keys.key(u.url)) for u in new])
+        await self._keys.prepare(new)
+        frontier.add([NewUrl(url, self._keys.key(url), 0, 1.0) for url in new])
         counts = frontier.counts()
         self._done_total = sum(n for state, n in counts.items() if state != UrlState.UNFETCHED)
         return seeds
 
-    async def _loop_until_done(
-        self,
-        frontier: Frontier,
-        journal: RunJournal,
-        warc: WarcWriter,
-        fetcher: Fetcher,
-        robots: RobotsGate,
-        scope: Scope,
-        on_page: PageHandler | None,
-    ) -> None:
+    async def _loop_until_done(self, run: _Run) -> None:
         cfg = self.config
+        frontier = run.frontier
         tasks: set[asyncio.Task[None]] = set()
 
         def finished(task: asyncio.Task[None]) -> None:
@@ -252,9 +252,7 @@ class Crawler:
             now = time.time()
             leased = frontier.lease(budget, now) if budget > 0 else []
             for item in leased:
-                task = asyncio.create_task(
-                    self._process(item, frontier, journal, warc, fetcher, robots, scope, on_page)
-                )
+                task = asyncio.create_task(self._process(item, run))
                 tasks.add(task)
                 task.add_done_callback(finished)
             self.stats.in_flight = len(tasks)
@@ -283,175 +281,98 @@ class Crawler:
         new_urls = [url for _, urls in batch for url in urls]
         frontier.complete(outcomes, time.time(), new_urls)
 
-    async def _process(
-        self,
-        leased: LeasedUrl,
-        frontier: Frontier,
-        journal: RunJournal,
-        warc: WarcWriter,
-        fetcher: Fetcher,
-        robots: RobotsGate,
-        scope: Scope,
-        on_page: PageHandler | None,
-    ) -> None:
+    async def _process(self, leased: LeasedUrl, run: _Run) -> None:
+        """Fetch one leased URL and queue its outcome; never raises (a failure is recorded on the URL)."""
         cfg = self.config
         host = leased.host
         self.stats.busy_hosts.add(host)
         try:
-            verdict = await robots.check(leased.url)
+            verdict = await run.robots.check(leased.url)
             if verdict.deferred_until:
                 # robots.txt answered 429: hand the URL back untouched and let the host rest.
-                self._pending.append(
-                    (
-                        FetchOutcome(
-                            leased.url,
-                            UrlState.UNFETCHED,
-                            time.time(),
-                            next_fetch_time=verdict.deferred_until,
-                        ),
-                        [],
-                    )
-                )
+                back = FetchOutcome(leased.url, UrlState.UNFETCHED, time.time(),
+                                    next_fetch_time=verdict.deferred_until)
+                self._pending.append((back, []))
                 return
             if not verdict.allowed:
-                self._finish_refused(leased, "robots", "disallowed by robots.txt", journal)
+                self._finish_refused(leased, "robots", "disallowed by robots.txt", run.journal)
                 return
             if verdict.crawl_delay is not None:
-                frontier.set_host_delay(host, max(cfg.delay, min(verdict.crawl_delay, cfg.crawl_delay_cap)))
+                delay = max(cfg.delay, min(verdict.crawl_delay, cfg.crawl_delay_cap))
+                run.frontier.set_host_delay(host, delay)
             headers = self._conditional_headers(leased)
-            result = await fetcher.fetch(
-                leased.url,
-                headers=headers,
-                timeout=cfg.timeout,
-                max_size=cfg.max_size,
-                attempt=leased.retries + 1,
-            )
-            now = time.time()
-            decision = decide(result, leased, now, cfg)
+            result = await run.fetcher.fetch(leased.url, headers=headers, timeout=cfg.timeout,
+                                             max_size=cfg.max_size, attempt=leased.retries + 1)
+            decision = decide(result, leased, time.time(), cfg)
             self.stats.bytes += result.wire_bytes
-            parsed, new_urls = self._outlinks(result, leased, scope) if cfg.follow_links else (None, [])
-            await self._keys.prepare(u.url for u in new_urls)
-            new_urls = [replace(u, host=self._keys.key(u.url)) for u in new_urls]
+            parsed, links = self._outlinks(result, leased, run.scope) if cfg.follow_links else (None, [])
+            await self._keys.prepare(links)
+            new_urls = [NewUrl(url, self._keys.key(url), leased.depth + 1, 0.0, leased.url) for url in links]
             if result.status:
-                warc.write(result, self._request_headers(headers), [u.url for u in new_urls])
+                run.warc.write(result, self._request_headers(headers), links)
             self._pending.append((decision.outcome, new_urls))
-            self._account(decision, result, leased, frontier, journal)
-            if on_page is not None and result.status and decision.final:
-                await on_page(CrawledPage(result, parsed, leased.depth, tuple(u.url for u in new_urls)))
+            self._account(decision, result, leased, run)
+            if run.on_page is not None and result.status and decision.final:
+                await run.on_page(CrawledPage(result, parsed, leased.depth, tuple(links)))
         except Exception as exc:  # a bug in one page must not end the crawl: record it on the URL
             message = f"{type(exc).__name__}: {exc}"
-            self._pending.append(
-                (
-                    FetchOutcome(
-                        leased.url,
-                        UrlState.GONE,
-                        time.time(),
-                        error_class="internal",
-                        error_message=message[:500],
-                    ),
-                    [],
-                )
-            )
+            failed = FetchOutcome(leased.url, UrlState.GONE, time.time(), error_class="internal",
+                                  error_message=message[:500])
+            self._pending.append((failed, []))
             self.stats.failed += 1
-            journal.download(leased.url, False, f"internal error: {message}")
-            self._emit(
-                Event(
-                    EventKind.GAVE_UP,
-                    time.time(),
-                    url=leased.url,
-                    host=host,
-                    error_class="internal",
-                    message=message,
-                )
-            )
+            run.journal.download(leased.url, False, f"internal error: {message}")
+            self._emit(Event(EventKind.GAVE_UP, time.time(), url=leased.url, host=host,
+                             error_class="internal", message=message))
         finally:
             self.stats.busy_hosts.discard(host)
 
-    def _account(
-        self,
-        decision: Decision,
-        result: FetchResult,
-        leased: LeasedUrl,
-        frontier: Frontier,
-        journal: RunJournal,
-    ) -> None:
+    def _account(self, decision: Decision, result: FetchResult, leased: LeasedUrl, run: _Run) -> None:
         """Count the result, pause its host if it asked for rest or keeps failing, log it."""
         now = time.time()
         host = leased.host
+        outcome = decision.outcome
         if decision.pause_host_until > now:
-            self._pause(frontier, host, decision.pause_host_until, decision.reason)
+            self._pause(run.frontier, host, decision.pause_host_until, decision.reason)
         if decision.host_failed:
-            pause = breaker_pause(frontier.host_failure(host, now))
+            self._failing_hosts.add(host)
+            pause = breaker_pause(run.frontier.host_failure(host, now))
             if pause:
-                self._pause(frontier, host, now + pause, "circuit breaker: repeated failures")
-        else:
-            frontier.host_success(host)
+                self._pause(run.frontier, host, now + pause, "circuit breaker: repeated failures")
+        elif host in self._failing_hosts:  # a write only when there is a failure streak to end
+            self._failing_hosts.discard(host)
+            run.frontier.host_success(host)
         if not decision.final:
             self.stats.retried += 1
-            self._emit(
-                Event(
-                    EventKind.FAILED,
-                    now,
-                    url=leased.url,
-                    host=host,
-                    status=result.status,
-                    error_class=decision.outcome.error_class,
-                    message=decision.reason,
-                )
-            )
+            self._emit(Event(EventKind.FAILED, now, url=leased.url, host=host, status=result.status,
+                             error_class=outcome.error_class, message=decision.reason))
             return
         self._done_total += 1
         ok = not decision.reason
         if result.status:
             self.stats.fetched += 1
-            self._emit(
-                Event(
-                    EventKind.FETCHED,
-                    now,
-                    url=leased.url,
-                    host=host,
-                    status=result.status,
-                    bytes=result.wire_bytes,
-                    error_class=decision.outcome.error_class,
-                )
-            )
+            self._emit(Event(EventKind.FETCHED, now, url=leased.url, host=host, status=result.status,
+                             bytes=result.wire_bytes, error_class=outcome.error_class))
         if not ok:
             self.stats.failed += 1
             if not result.status:
-                self._emit(
-                    Event(
-                        EventKind.GAVE_UP,
-                        now,
-                        url=leased.url,
-                        host=host,
-                        error_class=decision.outcome.error_class,
-                        message=decision.reason,
-                    )
-                )
-        journal.download(leased.url, ok, decision.reason)
+                self._emit(Event(EventKind.GAVE_UP, now, url=leased.url, host=host,
+                                 error_class=outcome.error_class, message=decision.reason))
+        run.journal.download(leased.url, ok, decision.reason)
 
     def _finish_refused(self, leased: LeasedUrl, error_class: str, reason: str, journal: RunJournal) -> None:
+        """Record a URL refused before fetching (robots.txt): gone, with the reason."""
         now = time.time()
-        self._pending.append(
-            (FetchOutcome(leased.url, UrlState.GONE, now, error_class=error_class, error_message=reason), [])
-        )
+        refused = FetchOutcome(leased.url, UrlState.GONE, now, error_class=error_class, error_message=reason)
+        self._pending.append((refused, []))
         self._done_total += 1
         self.stats.skipped += 1
         journal.download(leased.url, False, reason)
-        self._emit(
-            Event(
-                EventKind.SKIPPED,
-                now,
-                url=leased.url,
-                host=leased.host,
-                error_class=error_class,
-                message=reason,
-            )
-        )
+        self._emit(Event(EventKind.SKIPPED, now, url=leased.url, host=leased.host, error_class=error_class,
+                         message=reason))
 
     def _outlinks(
         self, result: FetchResult, leased: LeasedUrl, scope: Scope
-    ) -> tuple[ParsedPage | None, list[NewUrl]]:
+    ) -> tuple[ParsedPage | None, list[str]]:
         """Parse an HTML page and keep the links worth queueing: normalized, in scope, not too deep."""
         cfg = self.config
         if result.text is None or result.is_binary or result.content_type not in HTML_TYPES:
@@ -459,11 +380,9 @@ class Crawler:
         if not 200 <= result.status < 300:
             return None, []
         parsed = parse_html(result.text, result.final_url, max_links=cfg.max_outlinks)
-        depth = leased.depth + 1
-        if parsed.nofollow or depth > cfg.max_depth:
+        if parsed.nofollow or leased.depth + 1 > cfg.max_depth:
             return parsed, []
-        seen: set[str] = set()
-        new_urls: list[NewUrl] = []
+        links: dict[str, None] = {}  # an ordered set
         for link in parsed.links:
             if link.nofollow:
                 continue
@@ -471,11 +390,9 @@ class Crawler:
                 url = normalize(link.url, max_length=cfg.max_url_length)
             except InvalidUrlError:
                 continue
-            if url in seen or not scope.allows(url):
-                continue
-            seen.add(url)
-            new_urls.append(NewUrl(url, "", depth, 0.0, leased.url))
-        return parsed, new_urls
+            if url not in links and scope.allows(url):
+                links[url] = None
+        return parsed, list(links)
 
     async def _hop_check(self, url: str, scope: Scope, robots: RobotsGate) -> str | None:
         """Why a redirect hop to `url` must not be followed, or None when it may."""
@@ -506,9 +423,8 @@ class Crawler:
 
     def _pause(self, frontier: Frontier, host: str, until: float, reason: str) -> None:
         frontier.pause_host(host, until, reason)
-        self._emit(
-            Event(EventKind.HOST_PAUSED, time.time(), host=host, message=f"{reason}; until {until:.0f}")
-        )
+        message = f"{reason}; until {until:.0f}"
+        self._emit(Event(EventKind.HOST_PAUSED, time.time(), host=host, message=message))
 
     def _emit(self, event: Event) -> None:
         for listener in self._listeners:

@@ -62,6 +62,7 @@ class TransportSettings:
     resolve: tuple[str, ...] = ()  # curl form HOST:PORT:ADDR
     guard: AddressGuard = field(default_factory=AddressGuard)
     verify_tls: bool = True
+    ca_file: str = ""  # PEM bundle of CAs to trust instead of the system's (a test CA, an intranet's)
     http2: bool = True
     extra_headers: tuple[tuple[str, str], ...] = ()
 
@@ -252,6 +253,8 @@ class CurlTransport:
         curl.setopt(pycurl.BUFFERSIZE, 64 * 1024)  # fewer WRITEFUNCTION calls per page
         if s.resolve:
             curl.setopt(pycurl.RESOLVE, list(s.resolve))
+        if s.ca_file:
+            curl.setopt(pycurl.CAINFO, s.ca_file)
         if not s.verify_tls:
             curl.setopt(pycurl.SSL_VERIFYPEER, 0)
             curl.setopt(pycurl.SSL_VERIFYHOST, 0)
@@ -310,7 +313,10 @@ class CurlTransport:
 
     def _result(self, curl: pycurl.Curl, job: _Job, code: int, message: str) -> HttpResponse:
         if job.blocked:
-            raise BlockedAddressError(f"refused to connect to {job.blocked} (private or reserved address)")
+            raise BlockedAddressError(
+                f"refused to connect to {job.blocked}: a private or reserved address "
+                "(--allow-net CIDR permits a range)"
+            )
         if job.error is not None:
             raise job.error
         if code and not (code in _WRITE_ABORT and job.truncated):
