@@ -160,3 +160,39 @@ def test_bad_config_values_are_refused() -> None:
         CrawlConfig(per_host=0)
     with pytest.raises(ConfigError, match="scope"):
         CrawlConfig(scope="galaxy")
+
+
+def test_stop_abandon_cancels_slow_fetches_and_resume_fetches_them(tmp_path: Path) -> None:
+    import threading
+    import time
+
+    from tests.httpserver import RouteHandler, RouteServer
+
+    release = threading.Event()
+
+    def slow(handler: RouteHandler) -> None:
+        release.wait(timeout=10)  # held until the test is over: only abandoning can end the crawl
+        handler.send_simple(200, {"Content-Type": "text/html"}, b"<p>slow</p>")
+
+    page = (200, {"Content-Type": "text/html"}, b'<a href="/slow1">1</a><a href="/slow2">2</a>')
+    routes_ = {"/": page, "/robots.txt": (404, {}, b""), "/slow1": slow, "/slow2": slow}
+    with RouteServer(routes_, host="127.1.0.9") as server:
+        cfg = CrawlConfig(seeds=(server.url("/"),), out_dir=tmp_path / "out", allow_net=("127.1.0.0/16",))
+        crawler = Crawler(cfg)
+
+        async def main() -> float:
+            task = asyncio.create_task(crawler.run())
+            while server.paths.count("/slow1") + server.paths.count("/slow2") < 2:
+                await asyncio.sleep(0.02)
+            started = time.monotonic()
+            crawler.stop(abandon=True)
+            await task
+            return time.monotonic() - started
+
+        assert asyncio.run(main()) < 5
+        release.set()
+        report = crawl_report(tmp_path / "out")
+        assert report["states"]["unfetched"] == 2  # abandoned, not lost
+        resumed = Crawler(cfg.replace(resume=True))
+        asyncio.run(resumed.run())
+        assert crawl_report(tmp_path / "out")["states"]["fetched"] == 3

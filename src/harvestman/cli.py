@@ -161,10 +161,21 @@ def run_crawl(cfg: CrawlConfig) -> int:
     crawler = Crawler(cfg)
     display = None if cfg.quiet or cfg.log_json else ProgressDisplay(crawler.stats)
 
+    signals = 0
+
+    def on_signal() -> None:
+        # The first Ctrl-C lets fetches in flight finish; a second one abandons them (resumable).
+        nonlocal signals
+        signals += 1
+        crawler.stop(abandon=signals > 1)
+        if signals == 1 and not cfg.quiet:
+            print("harvestman: stopping after the fetches in flight (Ctrl-C again to abandon them)",
+                  file=sys.stderr)
+
     async def main() -> None:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, crawler.stop)
+            loop.add_signal_handler(sig, on_signal)
         await crawler.run()
 
     if display is not None:

@@ -89,6 +89,7 @@ class Crawler:
         self._frontier = frontier
         self._listeners: list[EventHandler] = [on_event] if on_event else []
         self._stopping = False
+        self._abandon = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: list[tuple[FetchOutcome, list[NewUrl]]] = []
         self._wake = asyncio.Event()
@@ -102,9 +103,14 @@ class Crawler:
         """Call `handler` with every event of the run (on the engine's thread)."""
         self._listeners.append(handler)
 
-    def stop(self) -> None:
-        """Ask the crawl to finish the fetches in flight, commit, and return (thread-safe)."""
+    def stop(self, *, abandon: bool = False) -> None:
+        """Ask the crawl to finish the fetches in flight, commit, and return (thread-safe).
+
+        With `abandon`, fetches in flight are cancelled instead of awaited; their URLs stay leased
+        in the crawl database and are fetched again by `--resume`.
+        """
         self._stopping = True
+        self._abandon = self._abandon or abandon
         if self._loop is not None and not self._loop.is_closed():
             with contextlib.suppress(RuntimeError):
                 self._loop.call_soon_threadsafe(self._wake.set)
@@ -243,6 +249,11 @@ class Crawler:
         sampled_at = 0.0
         while True:
             self._flush(frontier)
+            if self._abandon:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                return
             if time.monotonic() - sampled_at > QUEUE_SAMPLE_EVERY:
                 sampled_at = time.monotonic()
                 self.stats.queued = frontier.counts().get(UrlState.UNFETCHED, 0)

@@ -73,6 +73,9 @@ class RobotsGate:
             loaded = await self._fetch(origin)
             future.set_result(loaded)
             return loaded
+        except asyncio.CancelledError:
+            future.cancel()  # the crawl is abandoning its fetches: so are the waiters
+            raise
         except BaseException as exc:
             future.set_exception(exc)
             future.exception()  # retrieved here so a failure with no other waiter is not reported twice
