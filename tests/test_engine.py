@@ -110,9 +110,11 @@ def test_meta_robots_nofollow_and_rel_nofollow(tmp_path: Path) -> None:
 def test_robots_server_error_means_disallow_all(tmp_path: Path) -> None:
     table = routes(index=html("/a"))
     table[f"{SITE}/robots.txt"] = make_response("", 500)
-    transport, _, crawler = crawl(tmp_path, table, max_pages=1)
+    # retries=0: the unreachable robots.txt is given up on at once (no deferral and second ask).
+    transport, _, crawler = crawl(tmp_path, table, retries=0)
     assert fetched_paths(transport) == ["/robots.txt"]
-    assert crawler.stats.fetched == 0
+    assert crawler.stats.fetched == 0 and crawler.stats.failed == 1
+    assert crawl_report(tmp_path / "out")["errors"] == {"robots_unavailable": 1}
 
 
 def test_pages_async_iterator_yields_parsed_pages(tmp_path: Path) -> None:

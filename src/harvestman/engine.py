@@ -13,7 +13,7 @@ from pathlib import Path
 from harvestman.config import CrawlConfig
 from harvestman.errors import ConfigError, InvalidUrlError
 from harvestman.events import Event, EventKind
-from harvestman.fetcher import Fetcher
+from harvestman.fetcher import Fetcher, error_for
 from harvestman.frontier import Frontier
 from harvestman.hostkeys import HostKeys
 from harvestman.journal import RunJournal
@@ -32,6 +32,7 @@ from harvestman.warc import WarcWriter, recover
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 ACCEPT_ENCODING = "gzip, deflate, br, zstd"
 IDLE_POLL = 0.25  # longest sleep while waiting for a host to become ready
+MAX_SPACED_HOSTS = 10_000  # per-host start times kept before the stale ones are dropped
 QUEUE_SAMPLE_EVERY = 0.25  # seconds between samples of the frontier's size for the display
 
 
@@ -96,6 +97,7 @@ class Crawler:
         self._done_total = 0
         self._keys = HostKeys(config.host_key, config.resolve)
         self._failing_hosts: set[str] = set()  # hosts whose failure streak the frontier is counting
+        self._next_start: dict[str, float] = {}  # host -> earliest start of its next fetch (monotonic)
 
     # ----- faces -----------------------------------------------------------------------------
 
@@ -305,12 +307,19 @@ class Crawler:
                                     next_fetch_time=verdict.deferred_until)
                 self._pending.append((back, []))
                 return
+            if verdict.failure is not None:
+                failure = verdict.failure
+                self._finish_refused(leased, failure.error_class, failure.message, run.journal, failed=True)
+                return
             if not verdict.allowed:
                 self._finish_refused(leased, "robots", "disallowed by robots.txt", run.journal)
                 return
+            delay = cfg.delay
             if verdict.crawl_delay is not None:
                 delay = max(cfg.delay, min(verdict.crawl_delay, cfg.crawl_delay_cap))
                 run.frontier.set_host_delay(host, delay)
+            if delay > 0:
+                await self._take_turn(host, delay)
             headers = self._conditional_headers(leased)
             result = await run.fetcher.fetch(leased.url, headers=headers, timeout=cfg.timeout,
                                              max_size=cfg.max_size, attempt=leased.retries + 1)
@@ -370,16 +379,35 @@ class Crawler:
                                  error_class=outcome.error_class, message=decision.reason))
         run.journal.download(leased.url, ok, decision.reason)
 
-    def _finish_refused(self, leased: LeasedUrl, error_class: str, reason: str, journal: RunJournal) -> None:
-        """Record a URL refused before fetching (robots.txt): gone, with the reason."""
+    def _finish_refused(self, leased: LeasedUrl, error_class: str, reason: str, journal: RunJournal,
+                        *, failed: bool = False) -> None:
+        """Record a URL ended unfetched: disallowed (skipped), or its robots.txt unreachable (failed)."""
         now = time.time()
         refused = FetchOutcome(leased.url, UrlState.GONE, now, error_class=error_class, error_message=reason)
         self._pending.append((refused, []))
         self._done_total += 1
-        self.stats.skipped += 1
+        if failed:
+            self.stats.failed += 1
+        else:
+            self.stats.skipped += 1
         journal.download(leased.url, False, reason)
-        self._emit(Event(EventKind.SKIPPED, now, url=leased.url, host=leased.host, error_class=error_class,
+        kind = EventKind.GAVE_UP if failed else EventKind.SKIPPED
+        self._emit(Event(kind, now, url=leased.url, host=leased.host, error_class=error_class,
                          message=reason))
+
+    async def _take_turn(self, host: str, delay: float) -> None:
+        """Space the starts of fetches to one host by `delay`, also for those leased together.
+
+        The frontier spaces leases once it knows a host's delay, but the first few URLs of a host
+        are leased before its robots.txt (and Crawl-delay) is read.
+        """
+        now = time.monotonic()
+        start = max(now, self._next_start.get(host, 0.0))
+        self._next_start[host] = start + delay
+        if len(self._next_start) > MAX_SPACED_HOSTS:  # forget hosts whose turn has long passed
+            self._next_start = {h: t for h, t in self._next_start.items() if t > now}
+        if start > now:
+            await asyncio.sleep(start - now)
 
     def _outlinks(
         self, result: FetchResult, leased: LeasedUrl, scope: Scope
@@ -406,11 +434,18 @@ class Crawler:
         return parsed, list(links)
 
     async def _hop_check(self, url: str, scope: Scope, robots: RobotsGate) -> str | None:
-        """Why a redirect hop to `url` must not be followed, or None when it may."""
+        """Why a redirect hop to `url` must not be followed, or None when it may.
+
+        When the hop's robots.txt cannot be had (a blocked address, a TLS failure), the hop fails
+        with that error, so the URL records the real cause rather than a refused redirect.
+        """
         reason = scope.reason(url)
         if reason:
             return reason
         verdict = await robots.check(url)
+        if verdict.failure is not None:
+            failure = verdict.failure
+            raise error_for(failure.error_class, f"redirect to {url[:200]}: {failure.message}")
         if not verdict.allowed or verdict.deferred_until:
             return "disallowed by robots.txt"
         return None

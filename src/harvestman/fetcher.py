@@ -32,21 +32,32 @@ SENSITIVE_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"}
 HopCheck = Callable[[str], Awaitable[str | None]]
 
 
-def _error_classes(base: type[FetchError]) -> dict[str, bool]:
-    table = {base.error_class: base.transient}
-    for sub in base.__subclasses__():
-        table.update(_error_classes(sub))
-    return table
-
-
 @functools.cache
-def _transient_table() -> dict[str, bool]:
-    return _error_classes(FetchError)
+def _error_types() -> dict[str, type[FetchError]]:
+    """Every FetchError subclass by its error_class name."""
+    table: dict[str, type[FetchError]] = {}
+    todo: list[type[FetchError]] = [FetchError]
+    while todo:
+        cls = todo.pop()
+        table.setdefault(cls.error_class, cls)
+        todo.extend(cls.__subclasses__())
+    return table
 
 
 def is_transient(error_class: str) -> bool:
     """Whether a fetch that failed with `error_class` may succeed if retried (False if unknown)."""
-    return _transient_table().get(error_class, False)
+    cls = _error_types().get(error_class)
+    return cls is not None and cls.transient
+
+
+def error_for(error_class: str, message: str) -> FetchError:
+    """A FetchError of the class named `error_class` (a plain, permanent one if the name is unknown)."""
+    cls = _error_types().get(error_class)
+    if cls is not None:
+        return cls(message)
+    error = FetchError(message)
+    error.error_class, error.transient = error_class, False
+    return error
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:

@@ -9,13 +9,30 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from harvestman.config import CrawlConfig
-from harvestman.fetcher import Fetcher
-from harvestman.robots import RobotsCache, RobotsRules, rules_for_response
+from harvestman.fetcher import Fetcher, is_transient
+from harvestman.records import FetchResult
+from harvestman.robots import RobotsCache, rules_for_response
 from harvestman.transport import Transport
 
 ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309 asks crawlers to parse at least 500 KiB
 ROBOTS_MAX_REDIRECTS = 5  # RFC 9309: follow at least five redirects
 ROBOTS_TIMEOUT_CAP = 30.0
+# An unreachable robots.txt (5xx, timeout, reset) means "disallow all" for now (RFC 9309 §2.3.1.3).
+# The host is deferred and the file asked for again after 5 s, 10 s, 20 s ... up to `retries` times;
+# then the host's URLs end as failed, and the file is tried again after ROBOTS_GIVE_UP_TTL.
+ROBOTS_RETRY_BASE = 5.0
+ROBOTS_GIVE_UP_TTL = 600.0
+# Fetch errors after which robots.txt counts as unavailable (allow all), per RFC 9309 §2.3.1.2.
+UNAVAILABLE_ERRORS = frozenset({"too_many_redirects", "redirect_refused"})
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsFailure:
+    """Why an origin's robots.txt could not be had, recorded on the URLs it keeps from being fetched."""
+
+    error_class: str
+    message: str
+    until: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +41,8 @@ class RobotsVerdict:
 
     allowed: bool
     crawl_delay: float | None = None
-    deferred_until: float = 0.0  # robots.txt answered 429: nothing from this host before then
+    deferred_until: float = 0.0  # nothing from this host before then (429, or a retry of robots.txt)
+    failure: RobotsFailure | None = None  # robots.txt is unreachable: the URL fails with this
 
 
 class RobotsGate:
@@ -36,14 +54,18 @@ class RobotsGate:
         config: CrawlConfig,
         on_defer: Callable[[str, float], None] | None = None,
         host_key: Callable[[str], str] | None = None,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self._config = config
         self._fetcher = Fetcher(transport, max_redirects=ROBOTS_MAX_REDIRECTS)
         self._cache = RobotsCache()
-        self._inflight: dict[str, asyncio.Future[tuple[RobotsRules, float]]] = {}
-        self._deferred: dict[str, float] = {}  # origin -> until when its robots.txt said 429
+        self._inflight: dict[str, asyncio.Future[None]] = {}
+        self._deferred: dict[str, float] = {}  # origin -> no verdict before then
+        self._attempts: dict[str, int] = {}  # origin -> robots.txt fetches failed in a row
+        self._failures: dict[str, RobotsFailure] = {}  # origin -> gave up on its robots.txt until ...
         self._on_defer = on_defer
         self._host_key = host_key or (lambda url: urlsplit(url).hostname or "")
+        self._clock = clock or time.time
 
     async def check(self, url: str) -> RobotsVerdict:
         """The verdict for `url` under its origin's robots.txt (fetched on first use)."""
@@ -51,28 +73,32 @@ class RobotsGate:
             return RobotsVerdict(True)
         parts = urlsplit(url)
         origin = f"{parts.scheme}://{parts.netloc}"
-        now = time.time()
-        deferred_until = self._deferred.get(origin, 0.0)
-        if deferred_until > now:
-            return RobotsVerdict(False, deferred_until=deferred_until)
-        rules = self._cache.get(origin, now)
-        if rules is None:
-            rules, deferred_until = await self._load(origin)
-            if deferred_until:
+        for _ in range(2):  # the second pass reads what the load stored
+            now = self._clock()
+            deferred_until = self._deferred.get(origin, 0.0)
+            if deferred_until > now:
                 return RobotsVerdict(False, deferred_until=deferred_until)
-        agent = self._config.user_agent
-        return RobotsVerdict(rules.allowed(url, agent), rules.crawl_delay(agent))
+            failure = self._failures.get(origin)
+            if failure is not None and failure.until > now:
+                return RobotsVerdict(False, failure=failure)
+            rules = self._cache.get(origin, now)
+            if rules is not None:
+                agent = self._config.user_agent
+                return RobotsVerdict(rules.allowed(url, agent), rules.crawl_delay(agent))
+            await self._load(origin)
+        # The load stored nothing that is still valid (a zero TTL): refuse for now, ask again later.
+        return RobotsVerdict(False, deferred_until=self._clock() + ROBOTS_RETRY_BASE)
 
-    async def _load(self, origin: str) -> tuple[RobotsRules, float]:
+    async def _load(self, origin: str) -> None:
         pending = self._inflight.get(origin)
         if pending is not None:
-            return await asyncio.shield(pending)
-        future: asyncio.Future[tuple[RobotsRules, float]] = asyncio.get_running_loop().create_future()
+            await asyncio.shield(pending)
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._inflight[origin] = future
         try:
-            loaded = await self._fetch(origin)
-            future.set_result(loaded)
-            return loaded
+            await self._fetch(origin)
+            future.set_result(None)
         except asyncio.CancelledError:
             future.cancel()  # the crawl is abandoning its fetches: so are the waiters
             raise
@@ -83,20 +109,42 @@ class RobotsGate:
         finally:
             del self._inflight[origin]
 
-    async def _fetch(self, origin: str) -> tuple[RobotsRules, float]:
+    async def _fetch(self, origin: str) -> None:
         cfg = self._config
         result = await self._fetcher.fetch(
             f"{origin}/robots.txt", timeout=min(cfg.timeout, ROBOTS_TIMEOUT_CAP), max_size=ROBOTS_MAX_BYTES
         )
+        now = self._clock()
         rules, ttl, defer = rules_for_response(result.status, result.body, result.error_class)
-        now = time.time()
-        ttl = min(ttl, cfg.robots_ttl)
-        if defer:
-            # 429 on robots.txt: the host asks for rest; judge nothing until it has had it.
-            until = now + ttl
-            self._deferred[origin] = until
-            if self._on_defer is not None:
-                self._on_defer(self._host_key(origin + "/"), until)
-            return rules, until
-        self._cache.put(origin, rules, now + ttl)
-        return rules, 0.0
+        if defer:  # 429: the host asks for rest; judge nothing until it has had it
+            self._defer(origin, now + min(ttl, cfg.robots_ttl))
+            return
+        if result.status >= 500 or (result.error_class and result.error_class not in UNAVAILABLE_ERRORS):
+            self._unreachable(origin, result, now)
+            return
+        self._attempts.pop(origin, None)
+        self._failures.pop(origin, None)
+        self._cache.put(origin, rules, now + min(ttl, cfg.robots_ttl))
+
+    def _unreachable(self, origin: str, result: FetchResult, now: float) -> None:
+        """Defer the host and try again, or after enough attempts fail its URLs with the cause."""
+        attempts = self._attempts.get(origin, 0) + 1
+        if result.error_class:
+            error_class, cause = result.error_class, result.error_message or result.error_class
+            transient = is_transient(error_class)
+        else:
+            error_class, cause, transient = "robots_unavailable", f"HTTP {result.status}", True
+        if transient and attempts <= self._config.retries:
+            self._attempts[origin] = attempts
+            self._defer(origin, now + ROBOTS_RETRY_BASE * 2 ** (attempts - 1))
+            return
+        self._attempts.pop(origin, None)
+        message = f"robots.txt unreachable: {cause}"
+        if transient:
+            message += f" (after {attempts} attempts)"
+        self._failures[origin] = RobotsFailure(error_class, message, now + ROBOTS_GIVE_UP_TTL)
+
+    def _defer(self, origin: str, until: float) -> None:
+        self._deferred[origin] = until
+        if self._on_defer is not None:
+            self._on_defer(self._host_key(origin + "/"), until)

@@ -32,6 +32,7 @@ from harvestman.errors import (
     ProtocolFetchError,
     TimeoutFetchError,
     TlsFetchError,
+    UnsupportedUrlError,
 )
 from harvestman.records import Headers, HttpRequest, HttpResponse, Timings
 
@@ -86,7 +87,8 @@ _TIMEOUT = {28}
 _DNS = {5, 6}
 _CONNECT = {7, 52, 55, 56, 45}  # couldn't connect, empty reply, send/recv error (resets), interface
 _TLS = {35, 51, 53, 54, 58, 59, 60, 64, 66, 77, 80, 82, 83, 90, 91, 98}
-_PROTOCOL = {1, 3, 8, 16, 18, 61, 92, 100}  # ... 18: partial file, 100: headers too large
+_URL_MALFORMAT = 3
+_PROTOCOL = {1, 8, 16, 18, 61, 92, 100}  # ... 18: partial file, 100: headers too large
 _WRITE_ABORT = {23, 42}  # our callbacks stopped the transfer
 _HTTP_VERSIONS = {1: "1.0", 2: "1.1", 3: "2", 30: "3"}
 
@@ -104,6 +106,8 @@ def curl_error(code: int, message: str) -> FetchError:
         return TlsFetchError(text)
     if code in _PROTOCOL:
         return ProtocolFetchError(text)
+    if code == _URL_MALFORMAT:  # no retry can mend the URL itself
+        return UnsupportedUrlError(text)
     return FetchError(text)
 
 

@@ -1,0 +1,139 @@
+"""TLS end to end: CurlTransport and a crawl against nginx serving HTTPS (and h2) with test certificates."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from harvestman.addrguard import AddressGuard
+from harvestman.errors import TlsFetchError
+from harvestman.records import HttpRequest, HttpResponse
+from harvestman.transport import CurlTransport, TransportSettings
+from tests.crawlcheck import run_cli
+from tests.nginx import free_port, require_nginx
+from tests.tlsfixture import Pki, TlsNginx, make_pki
+
+GOOD, WRONG_NAME, EXPIRED = "127.1.6.1", "127.1.6.2", "127.1.6.3"
+NAME = "harvestman.test"
+
+
+@dataclass(frozen=True, slots=True)
+class TlsSite:
+    """The running HTTPS server and the CA that signed its certificates."""
+
+    server: TlsNginx
+    pki: Pki
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsSite]:
+    require_nginx()
+    base = tmp_path_factory.mktemp("tls")
+    pki = make_pki(base / "pki")
+    certs = {
+        GOOD: pki.server_cert("good", names=(NAME,), ips=(GOOD,)),
+        WRONG_NAME: pki.server_cert("wrong", names=("someone-else.test",)),
+        EXPIRED: pki.server_cert("expired", names=("old.test",), ips=(EXPIRED,), expired=True),
+    }
+    root = base / "www"
+    for host in certs:
+        (root / host).mkdir(parents=True)
+        (root / host / "index.html").write_text(
+            '<html><head><title>tls</title></head><body><a href="/a.html">a</a> <a href="/b.html">b</a>'
+        )
+        (root / host / "a.html").write_text('<html><body><a href="/b.html">b</a></body></html>')
+        (root / host / "b.html").write_text("<html><body>b</body></html>")
+    server = TlsNginx(root, certs, free_port(GOOD))
+    with server:
+        yield TlsSite(server, pki)
+
+
+def fetch(url: str, **settings: object) -> HttpResponse:
+    async def main() -> HttpResponse:
+        base: dict[str, object] = {"user_agent": "harvestman-test", "connect_timeout": 5.0,
+                                   "guard": AddressGuard(["127.0.0.0/8"])}
+        base.update(settings)
+        transport = CurlTransport(TransportSettings(**base))  # type: ignore[arg-type]
+        try:
+            return await transport.fetch(HttpRequest(url, timeout=10.0))
+        finally:
+            await transport.aclose()
+
+    return asyncio.run(main())
+
+
+def test_self_signed_is_refused_by_default(site: TlsSite) -> None:
+    with pytest.raises(TlsFetchError) as caught:
+        fetch(site.server.url(GOOD, "/"))
+    assert caught.value.error_class == "tls"
+
+
+def test_insecure_fetches_over_http2(site: TlsSite) -> None:
+    resp = fetch(site.server.url(GOOD, "/"), verify_tls=False)
+    assert resp.status == 200
+    assert b"<title>tls</title>" in resp.body
+    assert resp.http_version == "2"  # nginx offers h2 through ALPN; libcurl takes it
+    assert resp.timings.tls > 0
+
+
+def test_trusted_ca_file_verifies_name_and_address(site: TlsSite) -> None:
+    ca = str(site.pki.ca.cert)
+    by_ip = fetch(site.server.url(GOOD, "/"), ca_file=ca)
+    assert by_ip.status == 200 and by_ip.http_version == "2"
+    by_name = fetch(f"https://{NAME}:{site.port}/a.html", ca_file=ca, resolve=(f"{NAME}:{site.port}:{GOOD}",))
+    assert by_name.status == 200
+
+
+@pytest.mark.parametrize("trust_ca", [False, True], ids=["default-trust", "test-ca-trusted"])
+@pytest.mark.parametrize("host", [WRONG_NAME, EXPIRED], ids=["wrong-name", "expired"])
+def test_wrong_name_and_expired_are_tls_errors(site: TlsSite, host: str, trust_ca: bool) -> None:
+    # With the signing CA trusted, the name or the dates are the only fault left.
+    settings = {"ca_file": str(site.pki.ca.cert)} if trust_ca else {}
+    with pytest.raises(TlsFetchError) as caught:
+        fetch(site.server.url(host, "/"), **settings)
+    assert caught.value.error_class == "tls"
+    assert not caught.value.transient
+    # ... and --insecure reaches them all the same.
+    assert fetch(site.server.url(host, "/"), verify_tls=False).status == 200
+
+
+def _crawl(site: TlsSite, out: Path, *extra: str) -> dict[str, object]:
+    done = run_cli("crawl", site.server.url(GOOD, "/"), "--out", str(out), "--allow-net", "127.1.0.0/16",
+                   "--quiet", "--timeout", "10", "--retries", "0", *extra, timeout=60)
+    assert done.returncode == 0, done.stderr
+    report: dict[str, object] = json.loads(run_cli("status", str(out), "--json").stdout)
+    return report
+
+
+def test_https_crawl_with_insecure(site: TlsSite, tmp_path: Path) -> None:
+    report = _crawl(site, tmp_path / "out", "--insecure")
+    states = report["states"]
+    assert isinstance(states, dict)
+    assert states["fetched"] == 3, report
+    log = (tmp_path / "out" / "download.log").read_text().splitlines()
+    assert sorted(log) == sorted(f"{site.server.url(GOOD, p)}|Success" for p in ("/", "/a.html", "/b.html"))
+
+
+def test_https_crawl_without_insecure_records_tls_error(site: TlsSite, tmp_path: Path) -> None:
+    report = _crawl(site, tmp_path / "out")
+    states = report["states"]
+    assert isinstance(states, dict)
+    assert states["fetched"] == 0, report
+    # The seed's robots.txt fails on the same handshake, and so does the seed itself.
+    assert report["errors"], report
+    log = (tmp_path / "out" / "download.log").read_text()
+    assert "|FAILED|" in log
+
+
+def test_https_crawl_records_the_tls_error_class(site: TlsSite, tmp_path: Path) -> None:
+    report = _crawl(site, tmp_path / "out")
+    assert report["errors"] == {"tls": 1}, report
