@@ -135,7 +135,7 @@ def config_from_args(args: argparse.Namespace, *, follow: bool) -> CrawlConfig:
         if key in ("ignore_robots", "insecure"):
             value = not value
         values[target] = value
-    seeds = list(values.get("seeds", [])) + list(getattr(args, "urls", []))
+    seeds = [*config_from_mapping({"seeds": values.get("seeds", ())}).seeds, *getattr(args, "urls", [])]
     for path in getattr(args, "input", []):
         seeds.extend(read_url_file(Path(path)))
     values["seeds"] = seeds

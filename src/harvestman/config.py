@@ -132,6 +132,26 @@ def parse_resolve(spec: str) -> ResolveEntry:
 _FIELDS = {f.name: f for f in dataclasses.fields(CrawlConfig)}
 
 
+_SCALAR_KINDS: dict[str, tuple[str, tuple[type, ...]]] = {
+    "bool": ("true or false", (bool,)),
+    "int": ("an integer", (int,)),
+    "float": ("a number", (int, float)),
+    "str": ("a string", (str,)),
+    "Path": ("a path", (str, Path)),
+}
+_LISTS = ("seeds", "include", "exclude", "allow_net", "resolve")
+
+
+def _check_scalar(raw_key: str, key: str, value: Any) -> None:
+    """Refuse a value of the wrong type (a TOML file can hold anything), so it fails here, clearly."""
+    kind = _SCALAR_KINDS.get(str(_FIELDS[key].type))
+    if kind is None:
+        return
+    name, types = kind
+    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+        raise ConfigError(f"setting {raw_key!r} wants {name}, got {value!r}")
+
+
 def config_from_mapping(values: dict[str, Any], base: CrawlConfig | None = None) -> CrawlConfig:
     """Build a config from a mapping (a TOML table or CLI options), names as in CrawlConfig."""
     changes: dict[str, Any] = {}
@@ -139,16 +159,25 @@ def config_from_mapping(values: dict[str, Any], base: CrawlConfig | None = None)
         key = raw_key.replace("-", "_")
         if key not in _FIELDS:
             raise ConfigError(f"unknown setting {raw_key!r}")
+        if key in _LISTS:
+            if isinstance(value, str | ResolveEntry):
+                value = (value,)
+            if not isinstance(value, list | tuple):
+                raise ConfigError(f"setting {raw_key!r} wants a list of strings, got {value!r}")
         if key == "resolve":
             value = tuple(v if isinstance(v, ResolveEntry) else parse_resolve(str(v)) for v in value)
         elif key == "out_dir":
+            _check_scalar(raw_key, key, value)
             value = Path(value)
-        elif key in ("seeds", "include", "exclude", "allow_net"):
-            if isinstance(value, str):
-                value = (value,)
+        elif key in _LISTS:
             value = tuple(str(v) for v in value)
         elif key == "extra_headers":
-            value = tuple((str(k), str(v)) for k, v in dict(value).items())
+            try:
+                value = tuple((str(k), str(v)) for k, v in dict(value).items())
+            except (TypeError, ValueError):
+                raise ConfigError(f"setting {raw_key!r} wants a table of header names and values") from None
+        else:
+            _check_scalar(raw_key, key, value)
         changes[key] = value
     try:
         return dataclasses.replace(base or CrawlConfig(), **changes)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections import defaultdict
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator
@@ -11,12 +12,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from harvestman.config import CrawlConfig, config_from_mapping
+from harvestman.errors import UnsupportedUrlError
 from harvestman.fetcher import Fetcher, is_transient
 from harvestman.journal import RunJournal
 from harvestman.politeness import parse_retry_after, retry_backoff
 from harvestman.records import FetchResult
 from harvestman.sync import iterate_in_thread
 from harvestman.transport import CurlTransport, Transport, TransportSettings
+from harvestman.urls import resolve
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 DOWNLOAD_BACKOFF_BASE = 0.5  # seconds; a list download retries sooner than a crawl would
@@ -43,14 +46,24 @@ class Download:
         cfg = self._config
         transport = self._transport or CurlTransport(TransportSettings.from_config(cfg))
         fetcher = Fetcher(transport, max_redirects=cfg.max_redirects)
-        journal = RunJournal(self._log_dir) if self._log_dir else None
+        journal = RunJournal(self._log_dir, events=False) if self._log_dir else None
         total = asyncio.Semaphore(cfg.concurrency)
         per_host: defaultdict[str, asyncio.Semaphore] = defaultdict(lambda: asyncio.Semaphore(cfg.per_host))
         done: asyncio.Queue[FetchResult] = asyncio.Queue()
 
-        async def one(url: str) -> None:
-            host = urlsplit(url).hostname or ""
+        async def attempts(url: str) -> FetchResult:
+            if resolve(url) is None:
+                # Refused here: libcurl calls a malformed URL a protocol error, which looks transient.
+                return FetchResult(
+                    url=url,
+                    final_url=url,
+                    error_class=UnsupportedUrlError.error_class,
+                    error_message=f"not a valid URL: {url[:200]!r}",
+                    started_at=time.time(),
+                )
+            host = _host_of(url)
             attempt = 1
+            started_at = 0.0
             while True:
                 async with total, per_host[host]:
                     result = await fetcher.fetch(
@@ -62,11 +75,20 @@ class Download:
                     )
                     if cfg.delay:
                         await asyncio.sleep(cfg.delay)  # held inside the host's slot: the delay is per host
+                started_at = started_at or result.started_at
                 wait = _retry_wait(result, attempt, cfg)
                 if wait is None:
-                    break
+                    # started_at is when the first attempt began, as FetchResult documents.
+                    return dataclasses.replace(result, started_at=started_at)
                 attempt += 1
                 await asyncio.sleep(wait)
+
+        async def one(url: str) -> None:
+            try:
+                result = await attempts(url)
+            except Exception as exc:  # a result must come for every URL, or the consumer waits forever
+                message = f"{type(exc).__name__}: {exc}"
+                result = FetchResult(url=url, final_url=url, error_class="internal", error_message=message)
             if journal is not None:
                 ok = not result.error and result.server_success
                 journal.download(url, ok, result.error_message or f"HTTP {result.status}")
@@ -84,6 +106,14 @@ class Download:
                 await transport.aclose()
             if journal is not None:
                 journal.close()
+
+
+def _host_of(url: str) -> str:
+    """The host part of `url` for the per-host limit; "" when it cannot be parsed."""
+    try:
+        return urlsplit(url).hostname or ""
+    except ValueError:  # e.g. an unclosed IPv6 bracket
+        return ""
 
 
 def _retry_wait(result: FetchResult, attempt: int, cfg: CrawlConfig) -> float | None:

@@ -12,15 +12,19 @@ from harvestman.events import Event
 class RunJournal:
     """Appends events and per-URL outcomes to the output folder; both files survive resumes."""
 
-    def __init__(self, out_dir: Path, json_stream: TextIO | None = None) -> None:
-        self._events = open(out_dir / "events.jsonl", "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+    def __init__(self, out_dir: Path, json_stream: TextIO | None = None, *, events: bool = True) -> None:
+        # A list download keeps only download.log; a crawl keeps both.
+        self._events = (
+            open(out_dir / "events.jsonl", "a", encoding="utf-8", buffering=1) if events else None  # noqa: SIM115
+        )
         self._downloads = open(out_dir / "download.log", "a", encoding="utf-8", buffering=1)  # noqa: SIM115
         self._json_stream = json_stream
 
     def event(self, event: Event) -> None:
         """Record one event (and echo it as a JSON line when --log-json asked for it)."""
         line = json.dumps(event.to_json(), ensure_ascii=False)
-        self._events.write(line + "\n")
+        if self._events is not None:
+            self._events.write(line + "\n")
         if self._json_stream is not None:
             self._json_stream.write(line + "\n")
 
@@ -35,5 +39,6 @@ class RunJournal:
 
     def close(self) -> None:
         """Flush and close both files."""
-        self._events.close()
+        if self._events is not None:
+            self._events.close()
         self._downloads.close()

@@ -40,7 +40,7 @@ def crawl_report(folder: Path) -> dict[str, Any]:
         fetched = 0
         for record in frontier.records():
             wire_bytes += record.wire_bytes
-            if record.state != UrlState.UNFETCHED and record.fetch_time:
+            if record.http_status and record.fetch_time:  # a response came (robots-refused URLs have none)
                 fetched += 1
                 first = min(first or record.fetch_time, record.fetch_time)
                 last = max(last, record.fetch_time)

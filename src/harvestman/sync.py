@@ -29,7 +29,10 @@ def iterate_in_thread(make: Callable[[], AsyncGenerator[T, None]], buffer: int =
                 continue
         return False
 
+    running: list[tuple[asyncio.AbstractEventLoop, asyncio.Task[None]]] = []
+
     async def pump() -> None:
+        running.append((asyncio.get_running_loop(), asyncio.current_task()))  # type: ignore[arg-type]
         agen = make()
         try:
             async for item in agen:
@@ -41,6 +44,9 @@ def iterate_in_thread(make: Callable[[], AsyncGenerator[T, None]], buffer: int =
     def runner() -> None:
         try:
             asyncio.run(pump())
+        except asyncio.CancelledError:
+            if not stop.is_set():
+                raise
         except BaseException as exc:  # handed over to the consumer's thread
             failure.append(exc)
         finally:
@@ -53,6 +59,10 @@ def iterate_in_thread(make: Callable[[], AsyncGenerator[T, None]], buffer: int =
             yield item  # type: ignore[misc]
     finally:
         stop.set()
+        # Cancel the producer where it waits (say, for a slow download), not at its next item.
+        for loop, task in running:
+            with contextlib.suppress(RuntimeError):  # the loop has already finished
+                loop.call_soon_threadsafe(task.cancel)
         while thread.is_alive():
             with contextlib.suppress(queue.Empty):
                 handoff.get(timeout=0.05)

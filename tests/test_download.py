@@ -1,0 +1,295 @@
+"""`harvestman.download()` over real loopback sockets: streaming order, result fields, retries, timeouts,
+invalid URLs, the download log, the private-address guard and leaving the iterator early."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import socket
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import harvestman
+from harvestman.records import FetchResult, RedirectHop
+from tests.httpserver import RawServer, RouteHandler, RouteServer, raw_response, read_request
+
+LOOPBACK = ["127.0.0.0/8"]
+HTML = "<html><head><title>Café</title></head><body><p>crème brûlée</p></body></html>".encode("latin-1")
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8
+TEXT = b"orchard " * 2000
+
+
+def collect(mode: str, urls: list[str], **options: Any) -> list[tuple[float, FetchResult]]:
+    """Run download() synchronously or under asyncio; each result with its arrival time (seconds)."""
+    start = time.monotonic()
+    if mode == "sync":
+        return [(time.monotonic() - start, r) for r in harvestman.download(urls, **options)]
+
+    async def run() -> list[tuple[float, FetchResult]]:
+        return [(time.monotonic() - start, r) async for r in harvestman.download(urls, **options)]
+
+    return asyncio.run(run())
+
+
+def sleeper(seconds: float, body: bytes = b"<p>slow</p>") -> Callable[[RouteHandler], None]:
+    """A route that answers after `seconds` (bounded; gives up early if the client has gone)."""
+
+    def route(handler: RouteHandler) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            time.sleep(0.02)
+        handler.send_simple(200, {"Content-Type": "text/html"}, body)
+
+    return route
+
+
+def flaky(failures: int, status: int = 503) -> tuple[list[int], Callable[[RouteHandler], None]]:
+    """A route answering `status` `failures` times, then 200; the list counts the requests."""
+    calls: list[int] = []
+
+    def route(handler: RouteHandler) -> None:
+        calls.append(1)
+        if len(calls) <= failures:
+            handler.send_simple(status, {"Retry-After": "0", "Content-Type": "text/plain"}, b"busy")
+        else:
+            handler.send_simple(200, {"Content-Type": "text/plain"}, b"finally")
+
+    return calls, route
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_results_stream_as_they_complete(mode: str) -> None:
+    with RouteServer({"/slow": sleeper(0.8)}, host="127.1.0.2") as slow, RouteServer(
+        {f"/f{i}": (200, {"Content-Type": "text/plain"}, b"fast") for i in range(6)}, host="127.1.0.3"
+    ) as fast:
+        urls = [slow.url("/slow")] + [fast.url(f"/f{i}") for i in range(6)]
+        got = collect(mode, urls, allow_net=LOOPBACK, per_host=6)
+    assert sorted(r.url for _, r in got) == sorted(urls)  # one result per URL
+    assert [r.url for _, r in got][-1] == slow.url("/slow")  # listed first, arrives last
+    fast_times = [t for t, r in got if r.url != slow.url("/slow")]
+    assert max(fast_times) < 0.6, fast_times  # the fast ones did not wait for the slow one
+    assert got[-1][0] >= 0.75
+    assert all(r.status == 200 and not r.error for _, r in got)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_every_field_of_the_result(mode: str) -> None:
+    routes = {
+        "/start": (301, {"Location": "/moved"}, b""),
+        "/moved": (302, {"Location": "/page.html"}, b""),
+        "/page.html": (200, {"Content-Type": "text/html; charset=iso-8859-1"}, HTML),
+        "/logo.png": (200, {"Content-Type": "image/png"}, PNG),
+        "/big.txt": (200, {"Content-Type": "text/plain; charset=utf-8"}, b"x" * 200_000),
+        "/packed.txt": (200, {"Content-Type": "text/plain", "Content-Encoding": "gzip"}, gzip.compress(TEXT)),
+    }
+    before = time.time()
+    with RouteServer(routes, host="127.1.0.4") as srv:
+        urls = [srv.url(p) for p in ("/start", "/logo.png", "/big.txt", "/packed.txt")]
+        got = {r.url: r for _, r in collect(mode, urls, allow_net=LOOPBACK, max_size=50_000)}
+    after = time.time()
+
+    page = got[srv.url("/start")]
+    assert page.final_url == srv.url("/page.html")
+    assert page.redirects == (
+        RedirectHop(srv.url("/start"), 301, srv.url("/moved")),
+        RedirectHop(srv.url("/moved"), 302, srv.url("/page.html")),
+    )
+    assert page.status == 200 and page.server_success
+    assert page.header("content-type") == "text/html; charset=iso-8859-1"
+    assert ("Content-Length", str(len(HTML))) in page.headers
+    assert page.content_type == "text/html"
+    assert page.charset in ("iso-8859-1", "cp1252", "windows-1252")  # WHATWG reads latin-1 as 1252
+    assert page.text is not None and "crème brûlée" in page.text and "<title>Café</title>" in page.text
+    assert page.body == HTML and page.body_size == len(HTML) and not page.is_binary
+    assert not page.error and page.error_class == "" and page.error_message == ""
+    assert before <= page.started_at <= after
+    t = page.timings
+    assert 0 <= t.dns <= t.connect <= t.first_byte <= t.total <= after - before
+    assert t.total > 0 and t.tls == 0  # plain http: no handshake
+    assert page.wire_bytes > 3 * 100  # three responses' heads, plus the body
+    assert page.wire_bytes > page.body_size
+    assert not page.truncated and page.attempt == 1
+    assert page.remote_addr == "127.1.0.4"
+
+    logo = got[srv.url("/logo.png")]
+    assert logo.final_url == logo.url and logo.redirects == ()
+    assert logo.status == 200 and logo.content_type == "image/png"
+    assert logo.is_binary and logo.text is None and logo.body == PNG and logo.body_size == len(PNG)
+    assert logo.charset == "" and not logo.error
+
+    big = got[srv.url("/big.txt")]
+    assert big.truncated and big.status == 200 and not big.error
+    assert 0 < big.body_size <= 50_000 and big.body == b"x" * big.body_size
+    assert big.wire_bytes < 200_000  # reading stopped near the cap
+
+    packed = got[srv.url("/packed.txt")]
+    assert packed.body == TEXT and packed.text == TEXT.decode()  # content-decoded ...
+    assert packed.wire_bytes < packed.body_size  # ... while the wire carried the compressed form
+    assert packed.charset and not packed.truncated
+
+
+def test_a_transient_status_is_retried_until_it_succeeds() -> None:
+    calls, route = flaky(2, 503)
+    with RouteServer({"/flaky": route}, host="127.1.0.5") as srv:
+        [result] = list(harvestman.download([srv.url("/flaky")], allow_net=LOOPBACK, retries=3))
+    assert len(calls) == 3
+    assert result.status == 200 and result.attempt == 3 and result.text == "finally"
+    assert not result.error and result.server_success
+
+
+def test_a_url_that_always_fails_gives_up_after_retries_plus_one_attempts() -> None:
+    def hang_up(conn: socket.socket) -> None:
+        read_request(conn)  # then close without a word: libcurl calls it an empty reply
+
+    with RawServer(hang_up, host="127.1.0.6") as dead:
+        start = time.monotonic()
+        [result] = list(harvestman.download([dead.url("/")], allow_net=LOOPBACK, retries=2, timeout=5))
+        elapsed = time.monotonic() - start
+        time.sleep(0.05)
+        connections = dead.connections
+    assert connections == 3
+    assert result.error and result.error_class == "connect" and result.error_message
+    assert result.attempt == 3 and result.status == 0 and not result.server_success
+    assert elapsed < 5  # back-off 0.5 s then 1 s, not the crawl's minutes
+
+
+def test_a_server_error_that_persists_ends_with_the_last_status() -> None:
+    calls, route = flaky(100, 500)
+    with RouteServer({"/down": route}, host="127.1.0.7") as srv:
+        [result] = list(harvestman.download([srv.url("/down")], allow_net=LOOPBACK, retries=1))
+    assert len(calls) == 2
+    assert result.status == 500 and result.attempt == 2 and not result.server_success
+
+
+def test_a_404_is_not_retried() -> None:
+    with RouteServer({}, host="127.1.0.8") as srv:
+        [result] = list(harvestman.download([srv.url("/gone")], allow_net=LOOPBACK, retries=3))
+    assert srv.paths == ["/gone"]
+    assert result.status == 404 and result.attempt == 1 and not result.error and not result.server_success
+
+
+def test_started_at_is_when_the_first_attempt_began() -> None:
+    calls, route = flaky(1, 503)
+    before = time.time()
+    with RouteServer({"/flaky": route}, host="127.1.0.5") as srv:
+        [result] = list(harvestman.download([srv.url("/flaky")], allow_net=LOOPBACK, retries=2))
+    assert result.attempt == 2 and len(calls) == 2
+    assert before <= result.started_at <= before + 0.2
+
+
+def test_a_trickling_server_is_cut_at_the_timeout() -> None:
+    stop = threading.Event()
+
+    def trickle(conn: socket.socket) -> None:
+        read_request(conn)
+        conn.sendall(raw_response(200, [("Content-Type", "text/plain"), ("Content-Length", "1000")]))
+        for _ in range(100):  # at most 10 s, never the whole body
+            if stop.is_set():
+                return
+            conn.sendall(b"x")
+            time.sleep(0.1)
+
+    with RawServer(trickle, host="127.1.0.9") as srv:
+        start = time.monotonic()
+        [result] = list(harvestman.download([srv.url("/")], allow_net=LOOPBACK, timeout=1.0, retries=0))
+        elapsed = time.monotonic() - start
+        stop.set()
+    assert 0.9 <= elapsed < 2.5
+    assert result.error and result.error_class == "timeout" and "curl error 28" in result.error_message
+    assert result.attempt == 1 and not result.server_success
+
+
+def test_invalid_urls_give_error_results_never_exceptions() -> None:
+    bad = ["not a url", "ftp://x/", "", "http://", "https://", "http://[::1/", "http://x:99999/",
+           "javascript:alert(1)", "http://exa mple.com/"]
+    with RouteServer({"/ok": (200, {"Content-Type": "text/plain"}, b"ok")}, host="127.1.0.10") as srv:
+        start = time.monotonic()
+        results = list(harvestman.download([*bad, srv.url("/ok")], allow_net=LOOPBACK, retries=3, timeout=5))
+        elapsed = time.monotonic() - start
+    assert sorted(r.url for r in results) == sorted([*bad, srv.url("/ok")])
+    for result in results:
+        if result.url == srv.url("/ok"):
+            assert result.status == 200 and not result.error
+        else:
+            assert result.error and result.error_class == "unsupported_url", result
+            assert result.error_message and result.status == 0 and result.attempt == 1
+    assert elapsed < 1.5  # refused up front, never retried
+
+
+def test_log_dir_writes_the_download_log(tmp_path: Path) -> None:
+    routes = {"/ok": (200, {"Content-Type": "text/plain"}, b"ok")}
+    with RouteServer(routes, host="127.1.0.11") as srv:
+        urls = [srv.url("/ok"), srv.url("/missing"), "not a url"]
+        list(harvestman.download(urls, allow_net=LOOPBACK, log_dir=tmp_path / "logs"))
+        list(harvestman.download([srv.url("/ok")], allow_net=LOOPBACK, log_dir=tmp_path / "logs"))
+    lines = (tmp_path / "logs" / "download.log").read_text().splitlines()
+    assert len(lines) == 4  # appended, one line per URL
+    assert lines.count(f"{srv.url('/ok')}|Success") == 2
+    assert f"{srv.url('/missing')}|FAILED|HTTP 404" in lines
+    [invalid] = [line for line in lines if line.startswith("not a url|")]
+    assert invalid.startswith("not a url|FAILED|") and len(invalid.split("|")) == 3
+
+
+def test_private_addresses_are_refused_without_allow_net() -> None:
+    with RawServer(lambda conn: None, host="127.0.0.1") as canary, RouteServer(
+        {"/hop": (302, {"Location": canary.url("/secret")}, b"")}, host="127.1.0.12"
+    ) as public:
+        direct, hop = (
+            list(harvestman.download([canary.url("/secret")], retries=3)),
+            list(harvestman.download([public.url("/hop")], allow_net=["127.1.0.0/16"], retries=3)),
+        )
+        time.sleep(0.2)  # any connection would have been accepted by now
+        assert canary.connections == 0
+    assert public.paths == ["/hop"]
+    for [result] in (direct, hop):
+        assert result.error and result.error_class == "blocked_address" and result.attempt == 1
+        assert "127.0.0.1" in result.error_message and result.status == 0
+    assert hop[0].redirects == (RedirectHop(public.url("/hop"), 302, canary.url("/secret")),)
+
+
+def _loop_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == "harvestman-loop" or t.name.startswith("asyncio_")]
+
+
+def _break_after_first(seconds: float) -> float:
+    """Break out of a sync download after its first result while slow URLs are in flight; time it."""
+    routes: dict[str, Any] = {f"/slow{i}": sleeper(seconds) for i in range(10)}
+    routes["/fast"] = (200, {"Content-Type": "text/plain"}, b"fast")
+    with RouteServer(routes, host="127.1.0.13") as srv:
+        urls = [srv.url(p) for p in routes]
+        start = time.monotonic()
+        for result in harvestman.download(urls, allow_net=LOOPBACK, per_host=20, timeout=10):
+            assert result.url == srv.url("/fast")
+            break
+        return time.monotonic() - start
+
+
+def test_breaking_out_of_the_sync_iterator_leaves_no_thread_running() -> None:
+    assert not _loop_threads()
+    elapsed = _break_after_first(1.0)
+    assert not _loop_threads()  # the loop thread and its helpers are gone when `for` ends
+    assert elapsed < 2.5
+
+
+def test_breaking_out_of_the_sync_iterator_returns_promptly() -> None:
+    assert _break_after_first(2.0) < 1.0
+
+
+def test_breaking_out_of_the_async_iterator_returns_promptly() -> None:
+    with RouteServer({f"/slow{i}": sleeper(3.0) for i in range(5)}, host="127.1.0.14") as srv:
+        urls = [srv.url(f"/slow{i}") for i in range(5)] + ["not a url"]
+
+        async def first() -> FetchResult:
+            async for result in harvestman.download(urls, allow_net=LOOPBACK, timeout=10):
+                return result
+            raise AssertionError("no result")
+
+        start = time.monotonic()
+        result = asyncio.run(first())
+        assert time.monotonic() - start < 1.5
+    assert result.url == "not a url" and result.error
