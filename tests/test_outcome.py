@@ -58,3 +58,8 @@ def test_429_pauses_the_host_for_retry_after() -> None:
     assert d.outcome.state == UrlState.UNFETCHED and d.outcome.next_fetch_time >= NOW + 120
     huge = decide(result(503, headers=(("Retry-After", "1000000000"),)), leased(), NOW, CFG)
     assert huge.pause_host_until == NOW + CFG.retry_after_cap
+
+
+def test_a_truncated_body_is_fetched_but_flagged() -> None:
+    d = decide(result(200, body=b"x" * 10, truncated=True), leased(), NOW, CFG)
+    assert d.outcome.state == UrlState.FETCHED and d.outcome.error_class == "truncated" and not d.reason

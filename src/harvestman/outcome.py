@@ -81,7 +81,11 @@ def decide(result: FetchResult, leased: LeasedUrl, now: float, cfg: CrawlConfig)
         if result.redirects:
             first = result.redirects[0].status
             state = UrlState.REDIRECT_PERM if first in PERMANENT_REDIRECTS else UrlState.REDIRECT_TEMP
-        return Decision(replace(base, state=state, signature=signature))
+        outcome = replace(base, state=state, signature=signature)
+        if result.truncated:  # usable, but never to be taken for the whole page
+            outcome = replace(outcome, error_class="truncated",
+                              error_message=f"body cut at the size cap ({result.body_size} bytes kept)")
+        return Decision(outcome)
     if status == 304:
         return Decision(replace(base, state=UrlState.NOT_MODIFIED))
     if 300 <= status < 400:

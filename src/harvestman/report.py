@@ -84,11 +84,9 @@ def export_records(folder: Path, fmt: str, output: Path | None = None) -> Export
 
 
 def _write_parquet(frontier: SqliteFrontier, path: Path) -> int:
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        raise ConfigError("Parquet export needs pyarrow: pip install 'harvestman[parquet]'") from None
+    import pyarrow as pa  # imported here: it is heavy, and only this export needs it
+    import pyarrow.parquet as pq
+
     # The schema comes from a blank record, so an empty crawl still exports a valid file.
     blank = UrlRecord(
         "", "", UrlState.UNFETCHED, 0, 0, 0.0, "", 0.0, 0.0, 0, "", "", "", "", "", "", 0, 0, ""
