@@ -20,7 +20,7 @@ def parse_retry_after(
     if value is None:
         return min(default, cap)
     text = value.strip()
-    if text.isdigit():
+    if text.isascii() and text.isdigit():  # not "²", which isdigit() accepts
         return min(float(text), cap)
     try:
         when = email.utils.parsedate_to_datetime(text)
