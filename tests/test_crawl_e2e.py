@@ -143,3 +143,20 @@ def test_bad_input_gets_a_clear_message_and_exit_status(
     assert done.returncode == 2
     assert message in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_an_unusable_output_folder_is_a_clear_error(tmp_path: Path) -> None:
+    a_file = tmp_path / "a-file"
+    a_file.write_text("not a folder")
+    done = run_cli("crawl", "http://x.invalid/", "--out", str(a_file))
+    assert done.returncode == 1
+    assert "cannot use" in done.stderr and "output folder" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_seed_without_a_scheme_is_taken_as_http() -> None:
+    from harvestman.engine import with_scheme
+
+    assert with_scheme("example.com/a") == "http://example.com/a"
+    assert with_scheme("https://example.com/") == "https://example.com/"
+    assert with_scheme("") == ""

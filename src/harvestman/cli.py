@@ -227,6 +227,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HarvestmanError as exc:
         print(f"harvestman: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except OSError as exc:  # a file or folder named on the command line cannot be used
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"harvestman: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return EXIT_FAILED
     except KeyboardInterrupt:
         print("harvestman: interrupted", file=sys.stderr)
         return 130

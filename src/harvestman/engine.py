@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harvestman.config import CrawlConfig
-from harvestman.errors import ConfigError, InvalidUrlError
+from harvestman.errors import ConfigError, InvalidUrlError, StorageError
 from harvestman.events import Event, EventKind
 from harvestman.fetcher import Fetcher, error_for
 from harvestman.frontier import Frontier
@@ -71,6 +71,11 @@ class _Run:
     robots: RobotsGate
     scope: Scope
     on_page: PageHandler | None
+
+
+def with_scheme(seed: str) -> str:
+    """`example.com/x` as `http://example.com/x`: a seed typed without a scheme, as curl takes it."""
+    return seed if "://" in seed or not seed else f"http://{seed}"
 
 
 class Crawler:
@@ -150,8 +155,10 @@ class Crawler:
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
         out = Path(cfg.out_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "warc").mkdir(exist_ok=True)
+        try:
+            (out / "warc").mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot use {out} as the output folder: {exc.strerror}") from None
         frontier = self._frontier or SqliteFrontier(
             out / "crawl.db",
             per_host=cfg.per_host,
@@ -220,7 +227,7 @@ class Crawler:
         new: list[str] = []
         for raw in cfg.seeds:
             try:
-                url = normalize(raw.strip(), max_length=cfg.max_url_length)
+                url = normalize(with_scheme(raw.strip()), max_length=cfg.max_url_length)
             except InvalidUrlError as exc:
                 journal.download(raw, False, f"invalid URL: {exc}")
                 self.stats.skipped += 1
