@@ -198,3 +198,16 @@ def test_stop_abandon_cancels_slow_fetches_and_resume_fetches_them(tmp_path: Pat
         resumed = Crawler(cfg.replace(resume=True))
         asyncio.run(resumed.run())
         assert crawl_report(tmp_path / "out")["states"]["fetched"] == 3
+
+
+def test_a_redirect_to_a_known_page_does_not_fetch_it_twice(tmp_path: Path) -> None:
+    # nginx answers /docs with a 301 to /docs/; a site linking both must still see /docs/ once.
+    table = routes(index=html("/docs", "/docs/"), docs=make_response("", 301, (("Location", "/docs/"),)))
+    table[f"{SITE}/docs/"] = html()
+    transport, _, _ = crawl(tmp_path, table)
+    assert fetched_paths(transport).count("/docs/") == 1
+    assert fetched_paths(transport).count("/docs") == 1
+    report = crawl_report(tmp_path / "out")
+    assert report["states"]["redirect_perm"] == 1 and report["errors"] == {}
+    log = (tmp_path / "out" / "download.log").read_text()
+    assert f"{SITE}/docs|Success" in log

@@ -7,7 +7,7 @@ import gzip
 
 from harvestman.addrguard import AddressGuard
 from harvestman.errors import ConnectFetchError, TimeoutFetchError
-from harvestman.fetcher import Fetcher, is_transient
+from harvestman.fetcher import FOLLOW, Fetcher, HopVerdict, is_transient
 from harvestman.records import FetchResult, HttpRequest, HttpResponse
 from harvestman.transport import CurlTransport, MemoryTransport, TransportSettings, make_response
 from tests.httpserver import Handler, RouteServer, RouteValue
@@ -94,8 +94,8 @@ def test_non_http_url_refused() -> None:
 
 def test_hop_check_refuses() -> None:
     t = MemoryTransport({f"{A}/": redirect(f"{A}/", "http://out.test/")})
-    async def check(url: str) -> str | None:
-        return "out of scope" if "out.test" in url else None
+    async def check(url: str) -> HopVerdict:
+        return HopVerdict(False, "out of scope") if "out.test" in url else FOLLOW
 
     r = fetch(t, f"{A}/", hop_check=check)
     assert r.error_class == "redirect_refused" and "out of scope" in r.error_message

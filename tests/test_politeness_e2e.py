@@ -444,7 +444,7 @@ def test_robots_txt_outcomes(tmp_path: Path, servers: Any, case: str) -> None:
         assert recs[srv.url("/")].error_class == unreachable
         assert "robots.txt unreachable" in recs[srv.url("/")].error_message
     if case == "429":
-        assert paused(events, host, "robots.txt 429")
+        assert paused(events, host, "robots.txt answered 429")
         robots_hits = [h for h in tracker.on(host, pages_only=False) if h.path == "/robots.txt"]
         assert len(robots_hits) >= 2
         assert tracker.on(host)[0].start >= robots_hits[0].end + 1.0 - JITTER  # the host was left alone
@@ -468,7 +468,7 @@ def test_robots_5xx_makes_the_host_wait_not_drop_its_urls(tmp_path: Path, server
     assert {h.path for h in tracker.on(srv.host)} == {"/"}
     assert recs[srv.url("/")].state == UrlState.FETCHED
     assert recs[srv.url("/")].retries == 0  # the wait is the host's, not counted against the URL
-    assert paused(events, srv.host, "")
+    assert paused(events, srv.host, "robots.txt unreachable")
 
 
 class _Clock:

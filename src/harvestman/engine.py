@@ -13,7 +13,7 @@ from pathlib import Path
 from harvestman.config import CrawlConfig
 from harvestman.errors import ConfigError, InvalidUrlError, StorageError
 from harvestman.events import Event, EventKind
-from harvestman.fetcher import Fetcher, error_for
+from harvestman.fetcher import FOLLOW, Fetcher, HopVerdict, error_for
 from harvestman.frontier import Frontier
 from harvestman.hostkeys import HostKeys
 from harvestman.journal import RunJournal
@@ -178,16 +178,15 @@ class Crawler:
                 robots = RobotsGate(
                     transport,
                     cfg,
-                    on_defer=lambda host, until: self._pause(frontier, host, until, "robots.txt 429"),
+                    on_defer=lambda host, until, why: self._pause(frontier, host, until, why),
                     host_key=self._keys.key,
                 )
-                fetcher = Fetcher(
-                    transport,
-                    max_redirects=cfg.max_redirects,
-                    hop_check=lambda url: self._hop_check(url, scope, robots),
-                )
+                # The hop check reads `run`, bound below, only when a redirect is followed.
+                fetcher = Fetcher(transport, max_redirects=cfg.max_redirects,
+                                  hop_check=lambda url: self._hop_check(url, run))
+                run = _Run(frontier, journal, warc, fetcher, robots, scope, on_page)
                 self._emit(Event(EventKind.CRAWL_STARTED, time.time(), message=" ".join(seeds)))
-                await self._loop_until_done(_Run(frontier, journal, warc, fetcher, robots, scope, on_page))
+                await self._loop_until_done(run)
             finally:
                 warc.close()
         finally:
@@ -440,22 +439,26 @@ class Crawler:
                 links[url] = None
         return parsed, list(links)
 
-    async def _hop_check(self, url: str, scope: Scope, robots: RobotsGate) -> str | None:
-        """Why a redirect hop to `url` must not be followed, or None when it may.
+    async def _hop_check(self, url: str, run: _Run) -> HopVerdict:
+        """Whether to follow a redirect hop to `url`: in scope, allowed by robots.txt, not yet known.
 
-        When the hop's robots.txt cannot be had (a blocked address, a TLS failure), the hop fails
-        with that error, so the URL records the real cause rather than a refused redirect.
+        A target the crawl database already holds is not fetched again here: the redirect is
+        recorded and the target keeps its own turn (a 301 from /docs to an already fetched /docs/
+        must not fetch it twice). When the hop's robots.txt cannot be had (a blocked address, a
+        TLS failure), the hop fails with that error, so the URL records the real cause.
         """
-        reason = scope.reason(url)
+        reason = run.scope.reason(url)
         if reason:
-            return reason
-        verdict = await robots.check(url)
+            return HopVerdict(False, reason)
+        if run.frontier.get(url) is not None:
+            return HopVerdict(False)
+        verdict = await run.robots.check(url)
         if verdict.failure is not None:
             failure = verdict.failure
             raise error_for(failure.error_class, f"redirect to {url[:200]}: {failure.message}")
         if not verdict.allowed or verdict.deferred_until:
-            return "disallowed by robots.txt"
-        return None
+            return HopVerdict(False, "disallowed by robots.txt")
+        return FOLLOW
 
     def _conditional_headers(self, leased: LeasedUrl) -> tuple[tuple[str, str], ...]:
         headers = list(self.config.extra_headers)

@@ -11,6 +11,7 @@ import functools
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 
 from harvestman.content import decode_text, detect_charset, media_type, sniff_binary
 from harvestman.errors import (
@@ -28,8 +29,17 @@ FETCHABLE_SCHEMES = frozenset({"http", "https"})
 # Credentials must not follow a redirect to another origin or down from https to http.
 SENSITIVE_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
 
-# Why a redirect hop must not be followed (scope, robots.txt), or None; async as robots.txt may need a fetch.
-HopCheck = Callable[[str], Awaitable[str | None]]
+@dataclass(frozen=True, slots=True)
+class HopVerdict:
+    """What to do with one redirect hop: follow it, end the fetch at the redirect, or refuse it."""
+
+    follow: bool
+    refusal: str = ""  # why the hop is refused (an error); empty: the fetch just ends at the redirect
+
+
+FOLLOW = HopVerdict(True)
+# Judges a redirect target (scope, robots.txt, already known); async as robots.txt may need a fetch.
+HopCheck = Callable[[str], Awaitable[HopVerdict]]
 
 
 @functools.cache
@@ -115,9 +125,11 @@ class Fetcher:
                 if _scheme(target) not in FETCHABLE_SCHEMES:
                     raise RedirectRefusedError(f"redirect to a non-http(s) URL: {target[:200]!r}")
                 if self.hop_check is not None:
-                    reason = await self.hop_check(target)
-                    if reason:
-                        raise RedirectRefusedError(f"redirect to {target[:200]} refused: {reason}")
+                    verdict = await self.hop_check(target)
+                    if verdict.refusal:
+                        raise RedirectRefusedError(f"redirect to {target[:200]} refused: {verdict.refusal}")
+                    if not verdict.follow:
+                        break  # the redirect response is the result
                 hops.append(RedirectHop(current, response.status, target))
                 if _origin(target) != _origin(current) or (
                         _scheme(current) == "https" and _scheme(target) != "https"):

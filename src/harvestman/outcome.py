@@ -89,8 +89,9 @@ def decide(result: FetchResult, leased: LeasedUrl, now: float, cfg: CrawlConfig)
     if status == 304:
         return Decision(replace(base, state=UrlState.NOT_MODIFIED))
     if 300 <= status < 400:
-        # A redirect the fetcher did not follow (refused hop, or no Location): the URL ends here.
+        # A redirect not followed here: its target is already known to the crawl (and fetched in
+        # its own turn), or it has no Location. The URL is a redirect, which is no failure.
         state = UrlState.REDIRECT_PERM if status in PERMANENT_REDIRECTS else UrlState.REDIRECT_TEMP
-        return Decision(replace(base, state=state), reason=f"HTTP {status}")
+        return Decision(replace(base, state=state))
     outcome = replace(base, signature=signature, error_class=f"http_{status}", error_message=f"HTTP {status}")
     return Decision(outcome, reason=f"HTTP {status}")

@@ -52,7 +52,7 @@ class RobotsGate:
         self,
         transport: Transport,
         config: CrawlConfig,
-        on_defer: Callable[[str, float], None] | None = None,
+        on_defer: Callable[[str, float, str], None] | None = None,
         host_key: Callable[[str], str] | None = None,
         clock: Callable[[], float] | None = None,
     ) -> None:
@@ -117,7 +117,7 @@ class RobotsGate:
         now = self._clock()
         rules, ttl, defer = rules_for_response(result.status, result.body, result.error_class)
         if defer:  # 429: the host asks for rest; judge nothing until it has had it
-            self._defer(origin, now + min(ttl, cfg.robots_ttl))
+            self._defer(origin, now + min(ttl, cfg.robots_ttl), "robots.txt answered 429")
             return
         if result.status >= 500 or (result.error_class and result.error_class not in UNAVAILABLE_ERRORS):
             self._unreachable(origin, result, now)
@@ -136,7 +136,8 @@ class RobotsGate:
             error_class, cause, transient = "robots_unavailable", f"HTTP {result.status}", True
         if transient and attempts <= self._config.retries:
             self._attempts[origin] = attempts
-            self._defer(origin, now + ROBOTS_RETRY_BASE * 2 ** (attempts - 1))
+            wait = ROBOTS_RETRY_BASE * 2 ** (attempts - 1)
+            self._defer(origin, now + wait, f"robots.txt unreachable: {cause}")
             return
         self._attempts.pop(origin, None)
         message = f"robots.txt unreachable: {cause}"
@@ -144,7 +145,7 @@ class RobotsGate:
             message += f" (after {attempts} attempts)"
         self._failures[origin] = RobotsFailure(error_class, message, now + ROBOTS_GIVE_UP_TTL)
 
-    def _defer(self, origin: str, until: float) -> None:
+    def _defer(self, origin: str, until: float, why: str) -> None:
         self._deferred[origin] = until
         if self._on_defer is not None:
-            self._on_defer(self._host_key(origin + "/"), until)
+            self._on_defer(self._host_key(origin + "/"), until, why)
