@@ -211,3 +211,38 @@ def test_a_redirect_to_a_known_page_does_not_fetch_it_twice(tmp_path: Path) -> N
     assert report["states"]["redirect_perm"] == 1 and report["errors"] == {}
     log = (tmp_path / "out" / "download.log").read_text()
     assert f"{SITE}/docs|Success" in log
+
+
+def test_a_full_disk_stops_the_crawl_and_resume_fetches_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import os
+
+    import harvestman.warc
+    from harvestman.errors import StorageError
+    from tests.crawlcheck import read_all_warcs
+
+    chain = {f"p{i}": html(f"/p{i + 1}") for i in range(10)}
+    table = routes(index=html("/p0"), **chain)
+    real_write = os.write
+    writes = {"n": 0}
+
+    def filling_disk(fd: int, data: bytes | memoryview) -> int:
+        writes["n"] += 1
+        if writes["n"] > 5:  # warcinfo, then a few pages, then the disk is full
+            real_write(fd, bytes(data)[:100])  # half a record reaches the disk
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_write(fd, data)
+
+    monkeypatch.setattr(harvestman.warc.os, "write", filling_disk)
+    cfg = CrawlConfig(seeds=(f"{SITE}/",), out_dir=tmp_path / "out", per_host=1)
+    with pytest.raises(StorageError, match="No space left"):
+        asyncio.run(Crawler(cfg, transport=MemoryTransport(table)).run())
+    monkeypatch.setattr(harvestman.warc.os, "write", real_write)
+    assert read_all_warcs(tmp_path / "out") > 0  # the half record was cut off
+    report = crawl_report(tmp_path / "out")
+    assert report["errors"] == {} and report["states"]["unfetched"] >= 1  # nothing marked failed
+    asyncio.run(Crawler(cfg.replace(resume=True), transport=MemoryTransport(table)).run())
+    report = crawl_report(tmp_path / "out")
+    assert report["states"]["unfetched"] == 0 and report["states"]["fetched"] == 11

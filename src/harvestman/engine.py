@@ -96,6 +96,7 @@ class Crawler:
         self._listeners: list[EventHandler] = [on_event] if on_event else []
         self._stopping = False
         self._abandon = False
+        self._fatal: StorageError | None = None  # why the run had to stop, raised when it has
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: list[tuple[FetchOutcome, list[NewUrl]]] = []
         self._wake = asyncio.Event()
@@ -207,6 +208,8 @@ class Crawler:
                     frontier.close()
                 journal.close()
                 self._listeners.remove(journal.event)
+        if self._fatal is not None:
+            raise self._fatal
         return self.stats
 
     async def _prepare(self, frontier: Frontier, journal: RunJournal) -> list[str]:
@@ -340,6 +343,11 @@ class Crawler:
             self._account(decision, result, leased, run)
             if run.on_page is not None and result.status and decision.final:
                 await run.on_page(CrawledPage(result, parsed, leased.depth, tuple(links)))
+        except StorageError as exc:
+            # Nothing can be stored (a full disk, say): stop, leaving this URL and those in flight
+            # leased, so that --resume fetches them once the cause is mended.
+            self._fatal = self._fatal or exc
+            self.stop(abandon=True)
         except Exception as exc:  # a bug in one page must not end the crawl: record it on the URL
             message = f"{type(exc).__name__}: {exc}"
             failed = FetchOutcome(leased.url, UrlState.GONE, time.time(), error_class="internal",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http
 import io
 import os
@@ -209,6 +210,9 @@ class WarcWriter:
                 n = os.write(self._fd, view)
                 view = view[n:]
         except OSError as exc:
+            # Cut a half-written record off (a full disk, say), so the file stays readable to its end.
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self._size)
             raise StorageError(f"cannot write WARC file {self._path}: {exc.strerror}") from None
         self._size += len(data)
 
