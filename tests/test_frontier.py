@@ -389,3 +389,13 @@ def test_sigkill_never_loses_committed_urls(tmp_path: Path) -> None:
             assert sum(counts.values()) == len(states)
             assert counts[UrlState.UNFETCHED] == sum(1 for s in states.values() if s == UrlState.UNFETCHED)
             assert sum(p for _, p, _, _ in f.host_stats()) == counts[UrlState.UNFETCHED]
+
+
+def test_sqlite_errors_come_out_as_frontier_errors(tmp_path: Path) -> None:
+    frontier = SqliteFrontier(tmp_path / "crawl.db", host_of=host_of)
+    frontier._db.close()  # stands in for a failing disk: every statement now raises sqlite3.Error
+    with pytest.raises(FrontierError, match="crawl database"):
+        frontier.add([nu("http://a.test/")])
+    with pytest.raises(FrontierError, match="crawl database"):
+        frontier.counts()
+    frontier.close()

@@ -223,15 +223,27 @@ class SqliteFrontier:
             if self._lock_fd < 0:
                 raise FrontierError(f"crawl database {self.path} is closed")
             db = self._db
-            db.execute("BEGIN IMMEDIATE")
             try:
-                yield db
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                self._hosts.clear()  # host ids inserted in the rolled-back transaction are gone
-                raise
+                db.execute("BEGIN IMMEDIATE")
+                try:
+                    yield db
+                    db.execute("COMMIT")
+                except BaseException:
+                    if db.in_transaction:
+                        db.execute("ROLLBACK")
+                    self._hosts.clear()  # host ids inserted in the rolled-back transaction are gone
+                    raise
+            except sqlite3.Error as exc:  # a full disk, a damaged file: say so in harvestman's terms
+                raise FrontierError(f"crawl database {self.path}: {exc}") from None
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[None]:
+        """The thread lock for a read, with SQLite's errors turned into FrontierError."""
+        with self._lock:
+            try:
+                yield
+            except sqlite3.Error as exc:
+                raise FrontierError(f"crawl database {self.path}: {exc}") from None
 
     def _read(self) -> sqlite3.Connection:
         if self._lock_fd < 0:
@@ -453,13 +465,13 @@ class SqliteFrontier:
 
     def counts(self) -> dict[UrlState, int]:
         """Number of URLs in each state (every state present, zero included)."""
-        with self._lock:
+        with self._reading():
             rows = dict(self._read().execute("SELECT state, n FROM state_counts").fetchall())
         return {s: int(rows.get(int(s), 0)) for s in UrlState}
 
     def due_count(self, now: float) -> int:
         """Number of unfetched URLs that are due and not leased."""
-        with self._lock:
+        with self._reading():
             return int(
                 self._read()
                 .execute(
@@ -471,12 +483,12 @@ class SqliteFrontier:
 
     def in_flight(self) -> int:
         """Number of URLs currently leased."""
-        with self._lock:
+        with self._reading():
             return int(self._read().execute("SELECT COUNT(*) FROM urls WHERE lease_until > 0").fetchone()[0])
 
     def next_ready_time(self) -> float | None:
         """Earliest time a lease may succeed (never later than the truth), or None when nothing is pending."""
-        with self._lock:
+        with self._reading():
             # A full host waits for a lease to expire (or, sooner, a completion the engine sees itself).
             row = (
                 self._read()
@@ -496,7 +508,7 @@ class SqliteFrontier:
         last = 0
         while True:
             # Keyset pages: no read transaction stays open between yields, so writers are never blocked.
-            with self._lock:
+            with self._reading():
                 rows = (
                     self._read()
                     .execute(
@@ -514,7 +526,7 @@ class SqliteFrontier:
 
     def host_stats(self) -> list[HostStats]:
         """Per host: (host, pending, fetched, errors); fetched counts FETCHED and NOT_MODIFIED."""
-        with self._lock:
+        with self._reading():
             rows = (
                 self._read()
                 .execute(
@@ -529,7 +541,7 @@ class SqliteFrontier:
 
     def error_counts(self) -> dict[str, int]:
         """Number of URLs per recorded error class."""
-        with self._lock:
+        with self._reading():
             rows = (
                 self._read()
                 .execute(
@@ -541,7 +553,7 @@ class SqliteFrontier:
 
     def get(self, url: str) -> UrlRecord | None:
         """The row of `url`, or None when it is not known."""
-        with self._lock:
+        with self._reading():
             row = (
                 self._read()
                 .execute(
@@ -554,7 +566,7 @@ class SqliteFrontier:
 
     def get_meta(self, key: str) -> str | None:
         """A stored run-metadata value (seeds, config, start time), or None."""
-        with self._lock:
+        with self._reading():
             row = self._read().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
@@ -565,7 +577,7 @@ class SqliteFrontier:
 
     def integrity_check(self) -> str:
         """SQLite's own integrity check: 'ok', or the problems it found."""
-        with self._lock:
+        with self._reading():
             rows = self._read().execute("PRAGMA integrity_check").fetchall()
         return "\n".join(str(r[0]) for r in rows)
 
