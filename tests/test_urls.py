@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harvestman.errors import InvalidUrlError
-from harvestman.urls import host_of, normalize, politeness_key, registered_domain, resolve
+from harvestman.urls import host_of, normalize, normalize_with_host, registered_domain, resolve
 
 URLTESTDATA = Path("/work/shared/conformance/urltestdata.json")
 
@@ -130,7 +130,7 @@ def test_normalize_session_removal_cannot_leave_dot_segments() -> None:
     assert normalize(once) == once
 
 
-def test_hosts_domains_and_politeness_keys() -> None:
+def test_hosts_and_domains() -> None:
     assert host_of("https://User@WWW.Example.com:8080/x") == "www.example.com"
     assert host_of("http://[::1]:81/") == "[::1]"
     with pytest.raises(InvalidUrlError):
@@ -141,12 +141,12 @@ def test_hosts_domains_and_politeness_keys() -> None:
     assert registered_domain("127.0.0.1") == "127.0.0.1"
     assert registered_domain("[::1]") == "[::1]"
     assert registered_domain("localhost") == "localhost"
-    url = "https://news.bbc.co.uk/story"
-    assert politeness_key(url, "host") == "news.bbc.co.uk"
-    assert politeness_key(url, "domain") == "bbc.co.uk"
-    assert politeness_key(url, "ip") == "news.bbc.co.uk"
-    with pytest.raises(ValueError):
-        politeness_key(url, "planet")
+
+
+def test_normalize_with_host_agrees_with_host_of() -> None:
+    for url in ("HTTP://User:pw@News.BBC.co.uk:80/a/../b?sid=1#f", "http://[::1]:81/x", "https://xn--bcher-kva.de/"):
+        normalized, host = normalize_with_host(url)
+        assert normalized == normalize(url) and host == host_of(normalized)
 
 
 def test_registered_domain_makes_no_network_call(monkeypatch: pytest.MonkeyPatch) -> None:

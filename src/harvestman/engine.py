@@ -26,7 +26,7 @@ from harvestman.scope import Scope
 from harvestman.sqlite_frontier import SqliteFrontier
 from harvestman.sync import iterate_in_thread
 from harvestman.transport import CurlTransport, Transport, TransportSettings
-from harvestman.urls import normalize
+from harvestman.urls import normalize, normalize_with_host
 from harvestman.warc import WarcWriter, recover
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -334,9 +334,12 @@ class Crawler:
                                              max_size=cfg.max_size, attempt=leased.retries + 1)
             decision = decide(result, leased, time.time(), cfg)
             self.stats.bytes += result.wire_bytes
-            parsed, links = self._outlinks(result, leased, run.scope) if cfg.follow_links else (None, [])
+            parsed, hosts = self._outlinks(result, leased, run.scope) if cfg.follow_links else (None, {})
+            links = list(hosts)
             await self._keys.prepare(links)
-            new_urls = [NewUrl(url, self._keys.key(url), leased.depth + 1, 0.0, leased.url) for url in links]
+            depth = leased.depth + 1
+            new_urls = [NewUrl(url, self._keys.key(url, host), depth, 0.0, leased.url)
+                        for url, host in hosts.items()]
             if result.status:
                 run.warc.write(result, self._request_headers(headers), links)
             self._pending.append((decision.outcome, new_urls))
@@ -425,27 +428,27 @@ class Crawler:
 
     def _outlinks(
         self, result: FetchResult, leased: LeasedUrl, scope: Scope
-    ) -> tuple[ParsedPage | None, list[str]]:
-        """Parse an HTML page and keep the links worth queueing: normalized, in scope, not too deep."""
+    ) -> tuple[ParsedPage | None, dict[str, str]]:
+        """Parse an HTML page; the links worth queueing (normalized, in scope, not too deep), with hosts."""
         cfg = self.config
         if result.text is None or result.is_binary or result.content_type not in HTML_TYPES:
-            return None, []
+            return None, {}
         if not 200 <= result.status < 300:
-            return None, []
+            return None, {}
         parsed = parse_html(result.text, result.final_url, max_links=cfg.max_outlinks)
         if parsed.nofollow or leased.depth + 1 > cfg.max_depth:
-            return parsed, []
-        links: dict[str, None] = {}  # an ordered set
+            return parsed, {}
+        hosts: dict[str, str] = {}  # url -> host, in document order
         for link in parsed.links:
             if link.nofollow:
                 continue
             try:
-                url = normalize(link.url, max_length=cfg.max_url_length)
+                url, host = normalize_with_host(link.url, max_length=cfg.max_url_length)
             except InvalidUrlError:
                 continue
-            if url not in links and scope.allows(url):
-                links[url] = None
-        return parsed, list(links)
+            if url not in hosts and scope.allows(url, host):
+                hosts[url] = host
+        return parsed, hosts
 
     async def _hop_check(self, url: str, run: _Run) -> HopVerdict:
         """Whether to follow a redirect hop to `url`: in scope, allowed by robots.txt, not yet known.

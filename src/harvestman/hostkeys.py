@@ -10,7 +10,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 from harvestman.config import ResolveEntry
 from harvestman.errors import InvalidUrlError
-from harvestman.urls import host_of, politeness_key
+from harvestman.urls import host_of, registered_domain
 
 Resolver = Callable[[str], Awaitable[str | None]]
 MAX_CACHED = 100_000  # host names whose address is remembered
@@ -49,11 +49,13 @@ class HostKeys:
         self._addresses: OrderedDict[str, str] = OrderedDict()
         self._pins = {pin.host: pin.address for pin in pins}
 
-    def key(self, url: str) -> str:
-        """The politeness key of `url` (an already normalized http(s) URL)."""
-        if self.mode != "ip":
-            return politeness_key(url, self.mode)
-        host = host_of(url)
+    def key(self, url: str, host: str | None = None) -> str:
+        """The politeness key of `url` (a normalized http(s) URL; `host`: its host, when known)."""
+        host = host if host is not None else host_of(url)
+        if self.mode == "host":
+            return host
+        if self.mode == "domain":
+            return registered_domain(host)
         return self._pins.get(host) or self._addresses.get(host) or host
 
     async def prepare(self, urls: Iterable[str]) -> None:

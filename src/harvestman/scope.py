@@ -33,15 +33,15 @@ class Scope:
         self._include = tuple(re.compile(p) for p in include)
         self._exclude = tuple(re.compile(p) for p in exclude)
 
-    def allows(self, url: str) -> bool:
-        """Whether `url` is inside the crawl's scope."""
-        return self.reason(url) is None
+    def allows(self, url: str, host: str | None = None) -> bool:
+        """Whether `url` is inside the crawl's scope (`host`: its host, when already known)."""
+        return self.reason(url, host) is None
 
-    def reason(self, url: str) -> str | None:
-        """Why `url` is out of scope, or None when it is in scope."""
+    def reason(self, url: str, host: str | None = None) -> str | None:
+        """Why `url` is out of scope, or None when it is in scope (`host`: its host, when known)."""
         if self.mode != "any":
             try:
-                host = host_of(url)
+                host = host if host is not None else host_of(url)
             except InvalidUrlError:
                 return "invalid URL"
             if self.mode == "host":

@@ -128,10 +128,17 @@ def normalize(url: str, *, max_length: int = 2048, max_segment_repeats: int = MA
     with one segment repeated more than `max_segment_repeats` times (/x/x/x/x/, a spider trap).
     Idempotent: normalize(normalize(u)) == normalize(u).
     """
+    return _normalize(url, max_length, max_segment_repeats, again=True)[0]
+
+
+def normalize_with_host(
+    url: str, *, max_length: int = 2048, max_segment_repeats: int = MAX_SEGMENT_REPEATS
+) -> tuple[str, str]:
+    """`normalize(url)` and the host of the result, from one parse (for the per-link hot path)."""
     return _normalize(url, max_length, max_segment_repeats, again=True)
 
 
-def _normalize(url: str, max_length: int, max_repeats: int, *, again: bool) -> str:
+def _normalize(url: str, max_length: int, max_repeats: int, *, again: bool) -> tuple[str, str]:
     # Refuse monsters before parsing them; normalization rarely shrinks a URL fourfold.
     if len(url) > 4 * max_length + 64:
         raise InvalidUrlError(f"URL longer than {max_length} characters ({len(url)})")
@@ -142,7 +149,8 @@ def _normalize(url: str, max_length: int, max_repeats: int, *, again: bool) -> s
         scheme = parsed.href.split(":", 1)[0]
         raise InvalidUrlError(f"scheme {scheme!r} is not fetched (only http and https): {url[:200]!r}")
     href = parsed.href
-    if not parsed.hostname:
+    host = parsed.hostname
+    if not host:
         raise InvalidUrlError(f"URL has no host: {url[:200]!r}")
     end = parsed.hash_start if parsed.hash_start != _OMITTED else len(href)
     search = parsed.search_start
@@ -168,7 +176,7 @@ def _normalize(url: str, max_length: int, max_repeats: int, *, again: bool) -> s
             f"path segment {repeated[:50]!r} repeated more than {max_repeats} times (spider trap): "
             f"{result[:200]!r}"
         )
-    return result
+    return result, host
 
 
 def host_of(url: str) -> str:
@@ -209,14 +217,3 @@ def registered_domain(host: str) -> str:
         return host
     domain: str = _extractor()(host).top_domain_under_public_suffix
     return domain or host
-
-
-def politeness_key(url: str, mode: str = "host") -> str:
-    """The key that groups `url` into a politeness queue: its host, registered domain, or (for "ip") host."""
-    host = host_of(url)
-    if mode == "domain":
-        return registered_domain(host)
-    if mode in ("host", "ip"):
-        # "ip": the engine maps the host to its resolved address later; here the host stands in.
-        return host
-    raise ValueError(f"politeness mode must be host, domain or ip, got {mode!r}")

@@ -8,6 +8,7 @@ import io
 import os
 import secrets
 import threading
+import types
 import zlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
@@ -48,10 +49,16 @@ def _reason(status: int) -> str:
         return ""
 
 
-# gzip level of WARC records. Measured on 24 KB HTML pages: level 9 (warcio's) 7 MB/s, 6 42 MB/s,
-# 3 102 MB/s, 1 155 MB/s, with 0.111 / 0.121 / 0.147 / 0.185 of the input size. Level 9 alone cost
-# ~0.9 ms of CPU a page, more than fetching and parsing; 3 keeps most of the ratio at 1/14 of the cost.
-COMPRESS_LEVEL = 3
+_deflate: types.ModuleType
+try:  # ISA-L's deflate: the same gzip format, 3-4x faster than zlib at a like ratio
+    from isal import isal_zlib
+
+    _deflate, COMPRESS_LEVEL = isal_zlib, 1
+except ImportError:  # no wheel for this platform: zlib, at its fastest reasonable level
+    _deflate, COMPRESS_LEVEL = zlib, 3
+# Measured on 20 KB synthetic HTML pages, one core: zlib level 9 (warcio's
+# default) 7 MB/s; zlib 3 104 MB/s at 0.164 of the input; zlib 1 140 MB/s at 0.199; ISA-L 1
+# 465 MB/s at 0.205. Compression was the largest cost of a stored page before this choice.
 
 
 class WarcWriter:
@@ -89,8 +96,9 @@ class WarcWriter:
         buf = io.BytesIO()
         self._builder.out = buf
         self._builder.write_record(record)
-        gzip = zlib.compressobj(self.compress_level, zlib.DEFLATED, zlib.MAX_WBITS + 16)
-        return gzip.compress(buf.getvalue()) + gzip.flush()
+        gzip = _deflate.compressobj(self.compress_level, _deflate.DEFLATED, zlib.MAX_WBITS + 16)
+        member: bytes = gzip.compress(buf.getvalue()) + gzip.flush()
+        return member
 
     def _warcinfo(self, filename: str) -> bytes:
         info = {
