@@ -39,17 +39,8 @@ def test_crawl_fetches_every_allowed_page_once_and_no_disallowed_one(tmp_path: P
     server, spec = _serve(tmp_path, pages=30)
     out = tmp_path / "out"
     with server:
-        done = run_cli(
-            "crawl",
-            *spec.seeds,
-            "--out",
-            str(out),
-            "--allow-net",
-            "127.1.0.0/16",
-            "--quiet",
-            "--scope",
-            "any",
-        )
+        done = run_cli("crawl", *spec.seeds, "--out", str(out), "--allow-net", "127.1.0.0/16", "--quiet",
+                       "--scope", "any")
         requested = _page_requests(server)
         robots = [e for e in server.requests() if e.uri == "/robots.txt"]
     assert done.returncode == 0, done.stderr
@@ -72,21 +63,8 @@ def test_sigkill_then_resume_loses_nothing(tmp_path: Path) -> None:
     server, spec = _serve(tmp_path, pages=400, page_bytes=4000)
     out = tmp_path / "out"
     # A delay keeps the first run going long enough to be killed in the middle.
-    args = [
-        "crawl",
-        *spec.seeds,
-        "--out",
-        str(out),
-        "--allow-net",
-        "127.1.0.0/16",
-        "--quiet",
-        "--scope",
-        "any",
-        "--delay",
-        "0.02",
-        "--per-host",
-        "1",
-    ]
+    args = ["crawl", *spec.seeds, "--out", str(out), "--allow-net", "127.1.0.0/16", "--quiet",
+            "--scope", "any", "--delay", "0.02", "--per-host", "1"]
     with server:
         proc = subprocess.Popen(harvestman_cmd(*args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.time() + 30

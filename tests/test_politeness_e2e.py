@@ -109,18 +109,9 @@ def page_html(links: Sequence[str]) -> bytes:
 
 
 @pytest.fixture
-def servers() -> Iterator[Callable[[str, dict[str, RouteValue]], RouteServer]]:
+def servers(route_server: Callable[..., RouteServer]) -> Callable[[str, dict[str, RouteValue]], RouteServer]:
     """Factory: servers(host, routes) starts a RouteServer on `host`, stopped after the test."""
-    started: list[RouteServer] = []
-
-    def start(host: str, routes: dict[str, RouteValue]) -> RouteServer:
-        srv = RouteServer(routes, host=host).start()
-        started.append(srv)
-        return srv
-
-    yield start
-    for srv in started:
-        srv.stop()
+    return lambda host, routes: route_server(routes, host=host)
 
 
 # ----- crawling -------------------------------------------------------------------------------

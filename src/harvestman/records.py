@@ -8,6 +8,15 @@ from dataclasses import dataclass, field
 Headers = tuple[tuple[str, str], ...]
 
 
+def last_header(headers: Headers, name: str) -> str | None:
+    """The last value of header `name` in `headers` (case-insensitive), or None."""
+    lname = name.lower()
+    for key, value in reversed(headers):
+        if key.lower() == lname:
+            return value
+    return None
+
+
 class UrlState(enum.IntEnum):
     """A URL's state in the crawl database (Nutch's CrawlDatum statuses)."""
 
@@ -57,11 +66,7 @@ class HttpResponse:
 
     def header(self, name: str) -> str | None:
         """The last value of header `name` (case-insensitive), or None."""
-        lname = name.lower()
-        for key, value in reversed(self.headers):
-            if key.lower() == lname:
-                return value
-        return None
+        return last_header(self.headers, name)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,11 +118,7 @@ class FetchResult:
 
     def header(self, name: str) -> str | None:
         """The last value of response header `name` (case-insensitive), or None."""
-        lname = name.lower()
-        for key, value in reversed(self.headers):
-            if key.lower() == lname:
-                return value
-        return None
+        return last_header(self.headers, name)
 
 
 class LinkKind(enum.Enum):
