@@ -399,3 +399,16 @@ def test_sqlite_errors_come_out_as_frontier_errors(tmp_path: Path) -> None:
     with pytest.raises(FrontierError, match="crawl database"):
         frontier.counts()
     frontier.close()
+
+
+def test_totals_count_responses_bytes_and_time_span(make: Maker) -> None:
+    f = make(per_host=10)
+    urls = [f"http://a.test/{i}" for i in range(4)]
+    f.add([nu(u) for u in urls])
+    f.lease(10, T0)
+    f.complete([done(urls[0], http_status=200, wire_bytes=100, fetch_time=T0 + 1),
+                done(urls[1], http_status=404, wire_bytes=50, fetch_time=T0 + 5),
+                done(urls[2], UrlState.GONE, error_class="robots", fetch_time=T0 + 9)], T0)
+    totals = f.totals()
+    assert (totals.responses, totals.wire_bytes) == (2, 150)
+    assert (totals.first_fetch, totals.last_fetch) == (T0 + 1, T0 + 5)  # robots-refused URLs got no response

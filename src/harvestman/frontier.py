@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
-from harvestman.records import FetchOutcome, LeasedUrl, NewUrl, UrlRecord, UrlState
+from harvestman.records import CrawlTotals, FetchOutcome, LeasedUrl, NewUrl, UrlRecord, UrlState
 
 HostStats = tuple[str, int, int, int]  # host, pending (unfetched), fetched, errors
 
@@ -72,6 +72,10 @@ class Frontier(Protocol):
 
     def host_stats(self) -> list[HostStats]:
         """Per host: (host, pending, fetched, errors)."""
+        ...
+
+    def totals(self) -> CrawlTotals:
+        """Responses, bytes on the wire, and the span of fetch times over all URLs."""
         ...
 
     def error_counts(self) -> dict[str, int]:

@@ -236,3 +236,13 @@ class UrlRecord:
     body_size: int
     wire_bytes: int
     final_url: str
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlTotals:
+    """Figures over the whole crawl database, for status reports."""
+
+    responses: int  # URLs that got an HTTP response
+    wire_bytes: int
+    first_fetch: float  # fetch times of the first and last response (0 when none)
+    last_fetch: float

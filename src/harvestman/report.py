@@ -35,24 +35,16 @@ def crawl_report(folder: Path) -> dict[str, Any]:
     frontier = open_crawl(folder)
     try:
         counts = frontier.counts()
-        wire_bytes = 0
-        first = last = 0.0
-        fetched = 0
-        for record in frontier.records():
-            wire_bytes += record.wire_bytes
-            if record.http_status and record.fetch_time:  # a response came (robots-refused URLs have none)
-                fetched += 1
-                first = min(first or record.fetch_time, record.fetch_time)
-                last = max(last, record.fetch_time)
-        span = last - first
+        totals = frontier.totals()
+        span = totals.last_fetch - totals.first_fetch
         return {
             "dir": str(folder),
             "states": {state.name.lower(): counts.get(state, 0) for state in UrlState},
             "hosts": len(frontier.host_stats()),
             "errors": dict(sorted(frontier.error_counts().items(), key=lambda kv: -kv[1])),
-            "wire_bytes": wire_bytes,
-            "fetched": fetched,
-            "pages_per_second": fetched / span if span > 0 else float(fetched),
+            "wire_bytes": totals.wire_bytes,
+            "fetched": totals.responses,
+            "pages_per_second": totals.responses / span if span > 0 else float(totals.responses),
         }
     finally:
         frontier.close()

@@ -13,7 +13,7 @@ from typing import Any
 
 from harvestman.errors import FrontierError
 from harvestman.frontier import HostStats
-from harvestman.records import FetchOutcome, LeasedUrl, NewUrl, UrlRecord, UrlState
+from harvestman.records import CrawlTotals, FetchOutcome, LeasedUrl, NewUrl, UrlRecord, UrlState
 
 SCHEMA_VERSION = 1
 _FAR_FUTURE = 1e18  # "never": a host with no leasable URL and no lease to wait for
@@ -538,6 +538,16 @@ class SqliteFrontier:
                 .fetchall()
             )
         return [(str(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in rows]
+
+    def totals(self) -> CrawlTotals:
+        """Responses, bytes on the wire, and the span of fetch times over all URLs (one scan, in SQL)."""
+        with self._reading():
+            row = self._read().execute(
+                "SELECT COUNT(*) FILTER (WHERE http_status > 0), COALESCE(SUM(wire_bytes), 0),"
+                " COALESCE(MIN(fetch_time) FILTER (WHERE http_status > 0), 0),"
+                " COALESCE(MAX(fetch_time) FILTER (WHERE http_status > 0), 0) FROM urls"
+            ).fetchone()
+        return CrawlTotals(int(row[0]), int(row[1]), float(row[2]), float(row[3]))
 
     def error_counts(self) -> dict[str, int]:
         """Number of URLs per recorded error class."""
