@@ -25,12 +25,11 @@ from harvestman.robots_gate import RobotsGate
 from harvestman.scope import Scope
 from harvestman.sqlite_frontier import SqliteFrontier
 from harvestman.sync import iterate_in_thread
-from harvestman.transport import CurlTransport, Transport, TransportSettings
+from harvestman.transport import ACCEPT_ENCODING, CurlTransport, Transport, TransportSettings
 from harvestman.urls import normalize, normalize_with_host
 from harvestman.warc import WarcWriter, recover
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-ACCEPT_ENCODING = "gzip, deflate, br, zstd"
 IDLE_POLL = 0.25  # longest sleep while waiting for a host to become ready
 MAX_SPACED_HOSTS = 10_000  # per-host start times kept before the stale ones are dropped
 QUEUE_SAMPLE_EVERY = 0.25  # seconds between samples of the frontier's size for the display
