@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from harvestman.config import CrawlConfig
-from harvestman.fetcher import Fetcher, is_transient
+from harvestman.fetcher import SENSITIVE_HEADERS, Fetcher, is_transient
 from harvestman.records import FetchResult
 from harvestman.robots import RobotsCache, rules_for_response
 from harvestman.transport import Transport
@@ -112,7 +112,10 @@ class RobotsGate:
     async def _fetch(self, origin: str) -> None:
         cfg = self._config
         result = await self._fetcher.fetch(
-            f"{origin}/robots.txt", timeout=min(cfg.timeout, ROBOTS_TIMEOUT_CAP), max_size=ROBOTS_MAX_BYTES
+            f"{origin}/robots.txt", timeout=min(cfg.timeout, ROBOTS_TIMEOUT_CAP), max_size=ROBOTS_MAX_BYTES,
+            # The configured headers, but never credentials: robots.txt is public by definition, and
+            # it is also fetched for the target of a cross-origin redirect hop, where they must not go.
+            headers=[(k, v) for k, v in cfg.extra_headers if k.lower() not in SENSITIVE_HEADERS],
         )
         now = self._clock()
         rules, ttl, defer = rules_for_response(result.status, result.body, result.error_class)

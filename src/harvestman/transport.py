@@ -65,7 +65,6 @@ class TransportSettings:
     verify_tls: bool = True
     ca_file: str = ""  # PEM bundle of CAs to trust instead of the system's (a test CA, an intranet's)
     http2: bool = True
-    extra_headers: tuple[tuple[str, str], ...] = ()
 
     @classmethod
     def from_config(cls, cfg: CrawlConfig) -> TransportSettings:
@@ -78,7 +77,8 @@ class TransportSettings:
             resolve=tuple(r.curl_form() for r in cfg.resolve),
             guard=AddressGuard(cfg.allow_net),
             verify_tls=cfg.verify_tls,
-            extra_headers=cfg.extra_headers,
+            # No cfg.extra_headers here: they go with each request (engine, download(), robots gate),
+            # so that the Fetcher can drop credentials on a cross-origin or downgraded hop.
         )
 
 
@@ -93,9 +93,18 @@ _WRITE_ABORT = {23, 42}  # our callbacks stopped the transfer
 _HTTP_VERSIONS = {1: "1.0", 2: "1.1", 3: "2", 30: "3"}
 
 
+_RECV_ERROR = 56
+_TOO_LARGE = 100
+
+
 def curl_error(code: int, message: str) -> FetchError:
     """The FetchError for a libcurl error code."""
+    if not message and code == _TOO_LARGE:
+        message = "response head too large"  # libcurl gives no text for an over-long header line
     text = f"curl error {code}: {message}"
+    if code == _RECV_ERROR and "chunk" in message.lower():
+        # libcurl reports a malformed chunked body as a receive error; it is the server's framing.
+        return ProtocolFetchError(text)
     if code in _TIMEOUT:
         return TimeoutFetchError(text)
     if code in _DNS:
@@ -137,7 +146,14 @@ class _Job:
         text = line.decode("latin-1").rstrip("\r\n")
         if text.startswith("HTTP/"):
             self.headers = []  # a new response (after 1xx): forget the interim one's headers
-        elif text and ":" in text:
+        elif not text:
+            # The end of a head. Content-Length beside Transfer-Encoding is ambiguous framing (the
+            # shape of response splitting and smuggling); RFC 9112 §6.3 says to treat it as an error.
+            names = {k.lower() for k, _ in self.headers}
+            if "content-length" in names and "transfer-encoding" in names:
+                self.error = ProtocolFetchError("ambiguous framing: Content-Length with Transfer-Encoding")
+                return 0
+        elif ":" in text:
             name, value = text.split(":", 1)
             self.headers.append((name.strip(), value.strip()))
         return None
@@ -184,9 +200,7 @@ class CurlTransport:
         self._timer: asyncio.TimerHandle | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
-        self._base_headers = [f"Accept-Encoding: {ACCEPT_ENCODING}"] + [
-            f"{k}: {v}" for k, v in settings.extra_headers
-        ]
+        self._base_headers = [f"Accept-Encoding: {ACCEPT_ENCODING}"]
 
     # --- libcurl -> event loop ------------------------------------------------------------
 
