@@ -22,8 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.nginx import NginxServer, free_port  # noqa: E402
-from tests.sitegen import generate_site  # noqa: E402
+from tests.nginx import NginxServer, free_port
+from tests.sitegen import generate_site
 
 
 def crawl_once(seeds: list[str], out: Path) -> tuple[float, float, float]:
@@ -43,7 +43,8 @@ def crawl_once(seeds: list[str], out: Path) -> tuple[float, float, float]:
 
 def main() -> None:
     """Parse options, build the web, crawl it `--runs` times, print the medians."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hosts", type=int, default=20)
     parser.add_argument("--pages", type=int, default=200, help="pages per host")
     parser.add_argument("--links", type=int, default=25, help="links per page")
@@ -67,8 +68,9 @@ def main() -> None:
                 cpus.append(cpu / pages)
                 rss.append(peak)
         wall = statistics.median(walls)
-        print(f"web: {args.hosts} hosts x {args.pages} pages (~{args.page_bytes // 1000} KB, {args.links} links), "
-              f"{len(spec.reachable)} reachable; {args.runs} runs, cores: {os.cpu_count()}")
+        print(f"web: {args.hosts} hosts x {args.pages} pages (~{args.page_bytes // 1000} KB, "
+              f"{args.links} links), {len(spec.reachable)} reachable; {args.runs} runs, "
+              f"cores: {os.cpu_count()}")
         print(f"harvestman: {pages} requests, {wall:.2f} s, {pages / wall:,.0f} pages/s, "
               f"{statistics.median(cpus) * 1000:.2f} ms CPU/page, peak RSS {max(rss):.0f} MB")
 

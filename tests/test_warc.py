@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import base64
 import gzip
+import hashlib
 import multiprocessing
 import os
+import re
 import signal
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 from warcio.archiveiterator import ArchiveIterator
@@ -171,3 +175,162 @@ def test_sigkilled_writer_then_recover(tmp_path: Path, delay: float) -> None:
     for p in paths:
         records = read_all(p)  # raises on a torn record or a bad digest
         assert records[0][0] == "warcinfo"
+
+
+# -- the serializer, field by field against what warcio parses back ------------------------------------
+
+UUID_ID = re.compile(r"<urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}>")
+
+
+def sha1_b32(data: bytes) -> str:
+    return "sha1:" + base64.b32encode(hashlib.sha1(data).digest()).decode()
+
+
+class Parsed(NamedTuple):
+    type: str
+    fields: list[tuple[str, str]]  # the WARC named fields, in order
+    start_line: str  # the HTTP status or request line, "" for non-HTTP blocks
+    http: list[tuple[str, str]]
+    payload: bytes
+
+
+def parse_back(path: Path) -> list[Parsed]:
+    """Every record as warcio reads it, each with its block and payload digests verified."""
+    out = []
+    with open(path, "rb") as f:
+        for rec in ArchiveIterator(f, check_digests=True):
+            payload = rec.content_stream().read()
+            assert rec.digest_checker.passed is True, rec.digest_checker.problems  # present and right
+            h = rec.http_headers
+            line = f"{h.protocol} {h.statusline}" if h else ""
+            out.append(Parsed(rec.rec_type, list(rec.rec_headers.headers), line, list(h.headers) if h else [],
+                              payload))
+    return out
+
+
+def expect_fields(got: Parsed, *, block: bytes, **fields: str) -> None:
+    """`got` has exactly the named fields given (plus its id and Content-Length), with these values."""
+    names = [n for n, _ in got.fields]
+    assert len(names) == len(set(names)), names
+    values = dict(got.fields)
+    assert UUID_ID.fullmatch(values.pop("WARC-Record-ID"))
+    assert values.pop("Content-Length") == str(len(block))
+    assert values.pop("WARC-Block-Digest") == sha1_b32(block)
+    assert values == {k.replace("_", "-"): v for k, v in fields.items()}
+    assert all("\r" not in v and "\n" not in v for _, v in got.fields)
+
+
+def check_fetch(records: list[Parsed], r: FetchResult, *, uri: str, request_block: bytes,
+                http_head: bytes | None, http: list[tuple[str, str]], meta: bytes) -> None:
+    """One fetch's records: response (when `http_head`), request and metadata, every field checked."""
+    common = {"WARC_Date": "2023-11-14T22:13:20.250000Z", "WARC_Target_URI": uri}
+    if r.remote_addr:
+        common["WARC_IP_Address"] = r.remote_addr.replace("\r", " ").replace("\n", " ")
+    concurrent = {}
+    if http_head is not None:
+        response, *records = records
+        assert response.type == "response" and response.payload == r.body
+        assert response.http == http
+        assert http_head.startswith(response.start_line.encode() + b"\r\n")
+        truncated = {"WARC_Truncated": "length"} if r.truncated else {}
+        expect_fields(response, block=http_head + r.body, WARC_Type="response", **common, **truncated,
+                      Content_Type="application/http; msgtype=response",
+                      WARC_Payload_Digest=sha1_b32(r.body))
+        concurrent = {"WARC_Concurrent_To": dict(response.fields)["WARC-Record-ID"]}
+    request, metadata = records
+    assert request.type == "request" and request.payload == b""
+    assert request_block.startswith(request.start_line.encode() + b"\r\n")
+    expect_fields(request, block=request_block, WARC_Type="request", **common, **concurrent,
+                  Content_Type="application/http; msgtype=request", WARC_Payload_Digest=sha1_b32(b""))
+    assert metadata.type == "metadata" and metadata.payload == meta
+    expect_fields(metadata, block=meta, WARC_Type="metadata", **common, **concurrent,
+                  Content_Type="application/warc-fields", WARC_Payload_Digest=sha1_b32(meta))
+
+
+META_TAIL = (b"fetchTimeMs: 20\r\n"
+             b"timings: dns=0.001000 connect=0.002000 tls=0.000000 firstByte=0.010000 total=0.020000\r\n"
+             b"wireBytes: 99\r\nattempt: 1\r\n")
+
+
+def test_serializer_field_by_field(tmp_path: Path) -> None:
+    ua = (("User-Agent", "harvestman-test"), ("Accept", "*/*"))
+    normal = result()
+    truncated = result(1, body=b"y" * 70_000, truncated=True, headers=(("Content-Type", "text/plain"),),
+                       redirects=(), remote_addr="")
+    failed = result(2, status=0, headers=(), body=b"", error_class="timeout", error_message="slow\r\nX: y",
+                    redirects=())
+    odd_url = "http://a.test/dir with space/ü?q=é x\r\nWARC-Type: forged"
+    odd = result(3, final_url=odd_url, redirects=(), remote_addr="::1\r\nWARC-Type: forged", headers=(
+        ("X-Latin", "café"),  # as the transport decodes the wire: Latin-1
+        ("X-Wide", "日本\u2028x"),  # never came off a wire; kept as UTF-8 (U+2028 ends no line)
+        ("X-Name\r\nWARC-Type", "forged\r\n\r\nWARC/1.1"),
+    ))
+    with WarcWriter(tmp_path) as w:
+        w.write(normal, ua, ["http://a.test/x", "http://b.test/y"])
+        w.write(truncated, (), [])
+        w.write(failed, (), [])
+        w.write(odd, (("User-Agent", "t\r\nWARC-Type: forged"),), ["http://a.test/ü\r\nWARC-Type: forged"])
+    [path] = list(tmp_path.iterdir())
+    records = parse_back(path)
+    assert [r.type for r in records] == ["warcinfo"] + ["response", "request", "metadata"] * 2 + [
+        "request", "metadata"] + ["response", "request", "metadata"]
+    info_block = records[0].payload
+    assert info_block.startswith(b"software: harvestman/0.1\r\nformat: WARC File Format 1.1\r\n")
+    info = dict(records[0].fields)
+    assert info["WARC-Filename"] == path.name and info["WARC-Date"].endswith("Z")
+    expect_fields(records[0], block=info_block, WARC_Type="warcinfo", WARC_Filename=path.name,
+                  WARC_Date=info["WARC-Date"], Content_Type="application/warc-fields")
+
+    check_fetch(
+        records[1:4], normal, uri="http://a.test/page/0?q=1",
+        http_head=b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\n"
+        b"X-Harvestman-Original-Content-Encoding: gzip\r\n"
+        b"X-Harvestman-Original-Transfer-Encoding: chunked\r\n"
+        b"X-Harvestman-Original-Content-Length: 7\r\n"
+        b"X-Evil: a  WARC-Type: forged\r\nContent-Length: 18\r\n\r\n",
+        http=[("Content-Type", "text/html; charset=utf-8"),
+              ("X-Harvestman-Original-Content-Encoding", "gzip"),
+              ("X-Harvestman-Original-Transfer-Encoding", "chunked"),
+              ("X-Harvestman-Original-Content-Length", "7"),
+              ("X-Evil", "a  WARC-Type: forged"), ("Content-Length", "18")],
+        request_block=b"GET /page/0?q=1 HTTP/1.1\r\nHost: a.test\r\n"
+        b"User-Agent: harvestman-test\r\nAccept: */*\r\n\r\n",
+        meta=b"outlink: http://a.test/x\r\noutlink: http://b.test/y\r\nrequestedURL: http://a.test/start/0\r\n"
+        + META_TAIL + b"redirect: 301 http://a.test/start/0 -> /page/0?q=1\r\n",
+    )
+    check_fetch(
+        records[4:7], truncated, uri="http://a.test/page/1?q=1",
+        http_head=b"HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 70000\r\n\r\n",
+        http=[("Content-Type", "text/plain"), ("Content-Length", "70000")],
+        request_block=b"GET /page/1?q=1 HTTP/1.1\r\nHost: a.test\r\n\r\n",
+        meta=b"requestedURL: http://a.test/start/1\r\n" + META_TAIL,
+    )
+    check_fetch(
+        records[7:9], failed, uri="http://a.test/page/2?q=1", http_head=None, http=[],
+        request_block=b"GET /page/2?q=1 HTTP/1.1\r\nHost: a.test\r\n\r\n",
+        meta=b"requestedURL: http://a.test/start/2\r\n" + META_TAIL + b"error: timeout: slow  X: y\r\n",
+    )
+    # The URL as given: non-ASCII kept (WARC/1.1 fields are UTF-8); a space is written as the %20 warcio
+    # would turn it into on reading; CR and LF %-encoded, so they can start no field of their own.
+    check_fetch(
+        records[9:12], odd, uri="http://a.test/dir%20with%20space/ü?q=é%20x%0D%0AWARC-Type:%20forged",
+        http_head=b"HTTP/1.1 200 OK\r\nX-Latin: caf\xe9\r\nX-Wide: \xe6\x97\xa5\xe6\x9c\xac\xe2\x80\xa8x\r\n"
+        b"X-Name  WARC-Type: forged    WARC/1.1\r\nContent-Length: 18\r\n\r\n",
+        http=[("X-Latin", "café"), ("X-Wide", "日本\u2028x"), ("X-Name  WARC-Type", "forged    WARC/1.1"),
+              ("Content-Length", "18")],
+        # On the request line, as a client sends it: %-encoded UTF-8 (urlsplit drops the CR LF).
+        request_block=b"GET /dir%20with%20space/%C3%BC?q=%C3%A9%20xWARC-Type:%20forged HTTP/1.1\r\n"
+        b"Host: a.test\r\nUser-Agent: t  WARC-Type: forged\r\n\r\n",
+        meta="outlink: http://a.test/ü  WARC-Type: forged\r\nrequestedURL: http://a.test/start/3\r\n".encode()
+        + META_TAIL,
+    )
+    assert all(dict(r.fields)["WARC-Type"] != "forged" for r in records)
+
+
+def test_request_host_never_carries_credentials(tmp_path: Path) -> None:
+    with WarcWriter(tmp_path) as w:
+        w.write(result(final_url="http://user:secret@a.test:8080/p", status=0, headers=()), (), [])
+    [path] = list(tmp_path.iterdir())
+    request = parse_back(path)[1]
+    assert request.start_line == "GET /p HTTP/1.1" and request.http == [("Host", "a.test:8080")]
+    assert dict(request.fields)["WARC-Target-URI"] == "http://user:secret@a.test:8080/p"  # as given
