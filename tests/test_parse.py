@@ -196,3 +196,18 @@ def test_never_raises_and_output_is_bounded(html: str, max_links: int) -> None:
 @given(st.text(max_size=200))
 def test_arbitrary_text_never_raises(text: str) -> None:
     parse_html(text, PAGE)
+
+
+def test_only_the_parse_budget_is_parsed_and_memory_stays_bounded() -> None:
+    import tracemalloc
+
+    page = "<html><body>" + "<a href='/x'>x</a> filler text\n" * 600_000 + "<a href='/late'>late</a>"
+    assert len(page) > 16 * 1024 * 1024
+    tracemalloc.start()
+    parsed = parse_html(page, "http://a.test/", max_chars=2 * 1024 * 1024)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert [link.url for link in parsed.links] == ["http://a.test/x"]  # /late is past the budget
+    # Memory follows the budget, not the page: ~64 MiB for 2 MiB this dense in links (65k anchors),
+    # where the whole 17 MiB page would take about eight times as much.
+    assert peak < 100 * 1024 * 1024, peak

@@ -11,6 +11,10 @@ from harvestman.records import Link, LinkKind, ParsedPage
 from harvestman.urls import resolve
 
 MAX_TEXT = 1_000_000  # characters of visible text kept per page
+# Characters of a document that are parsed. The DOM and the Python objects for its nodes cost ~10x
+# the text (177 MiB of Python heap for a 16 MiB page of links); links past this point are not seen,
+# as in Nutch, which parses what its content limit kept.
+MAX_PARSE_CHARS = 2 * 1024 * 1024
 MAX_ANCHOR = 300  # characters of anchor text kept per link
 MAX_TITLE = 1_000
 MAX_DESCRIPTION = 2_000
@@ -121,9 +125,13 @@ class _Links:
             self.links[link.url] = link
 
 
-def parse_html(text: str, url: str, *, max_links: int = 1000, max_text: int = MAX_TEXT) -> ParsedPage:
-    """Extract outlinks (resolved, not normalized), title, meta robots, language and text from HTML."""
-    tree = _tree(text)
+def parse_html(text: str, url: str, *, max_links: int = 1000, max_text: int = MAX_TEXT,
+               max_chars: int = MAX_PARSE_CHARS) -> ParsedPage:
+    """Extract outlinks (resolved, not normalized), title, meta robots, language and text from HTML.
+
+    Only the first `max_chars` characters are parsed, which bounds time and memory on huge pages.
+    """
+    tree = _tree(text[:max_chars] if len(text) > max_chars else text)
     base = url
     base_node = tree.css_first("base[href]")
     if base_node is not None:

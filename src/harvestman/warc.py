@@ -154,9 +154,11 @@ class WarcWriter:
         """One WARC record (named fields as `Name: value\\r\\n` lines, then the block) as one gzip member."""
         length = sum(map(len, block))
         head = f"WARC/1.1\r\n{''.join(fields)}Content-Length: {length}\r\n\r\n".encode()
-        member: bytes = _deflate.compress(b"".join((head, *block, _END_OF_RECORD)),
-                                          self.compress_level, _GZIP_WBITS)
-        return member
+        # Fed piece by piece: joining the block first would copy the body, up to --max-size bytes.
+        gzip = _deflate.compressobj(self.compress_level, _deflate.DEFLATED, _GZIP_WBITS)
+        pieces = [gzip.compress(head), *(gzip.compress(part) for part in block),
+                  gzip.compress(_END_OF_RECORD), gzip.flush()]
+        return b"".join(pieces)
 
     def _warcinfo(self, filename: str) -> bytes:
         [record_id] = _record_ids(1)
