@@ -190,9 +190,10 @@ def test_short_body_is_retried_then_failed_never_complete(tmp_path: Path, good: 
 @pytest.mark.parametrize("behaviour", ["conflicting_lengths", "length_and_chunked", "bad_chunk_terminator"])
 def test_ambiguous_framing_is_rejected(tmp_path: Path, good: RouteServer, behaviour: str) -> None:
     with HostileServer({"/lie": getattr(hostile, behaviour)()}, host="127.3.0.4") as srv:
-        result = crawl(tmp_path, good, [srv.url("/lie")])
+        result = crawl(tmp_path, good, [srv.url("/lie")], retries=3)
     record = result.records[srv.url("/lie")]
-    assert record.state == UrlState.GONE and record.error_class == "protocol", record
+    assert record.state == UrlState.GONE and record.error_class == "framing", record
+    assert record.retries == 0  # the same server frames the same way again: no retry
     assert not any(p.result.url == srv.url("/lie") for p in result.pages)
 
 

@@ -65,6 +65,13 @@ class ProtocolFetchError(FetchError):
     error_class = "protocol"
 
 
+class FramingFetchError(ProtocolFetchError):
+    """The response's framing is ambiguous or malformed (conflicting lengths, a bad chunk): permanent."""
+
+    error_class = "framing"
+    transient = False
+
+
 class BlockedAddressError(FetchError):
     """The private-address guard refused to connect to this address."""
 

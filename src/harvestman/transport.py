@@ -29,6 +29,7 @@ from harvestman.errors import (
     ContentError,
     DnsFetchError,
     FetchError,
+    FramingFetchError,
     ProtocolFetchError,
     TimeoutFetchError,
     TlsFetchError,
@@ -94,6 +95,7 @@ _HTTP_VERSIONS = {1: "1.0", 2: "1.1", 3: "2", 30: "3"}
 
 
 _RECV_ERROR = 56
+_WEIRD_REPLY = 8
 _TOO_LARGE = 100
 
 
@@ -102,9 +104,11 @@ def curl_error(code: int, message: str) -> FetchError:
     if not message and code == _TOO_LARGE:
         message = "response head too large"  # libcurl gives no text for an over-long header line
     text = f"curl error {code}: {message}"
-    if code == _RECV_ERROR and "chunk" in message.lower():
-        # libcurl reports a malformed chunked body as a receive error; it is the server's framing.
-        return ProtocolFetchError(text)
+    lowered = message.lower()
+    if (code == _RECV_ERROR and "chunk" in lowered) or (code == _WEIRD_REPLY and "length" in lowered):
+        # A malformed chunked body (reported as a receive error) or a bad Content-Length: the server's
+        # framing, which the same server will get wrong again.
+        return FramingFetchError(text)
     if code in _TIMEOUT:
         return TimeoutFetchError(text)
     if code in _DNS:
@@ -151,7 +155,7 @@ class _Job:
             # shape of response splitting and smuggling); RFC 9112 §6.3 says to treat it as an error.
             names = {k.lower() for k, _ in self.headers}
             if "content-length" in names and "transfer-encoding" in names:
-                self.error = ProtocolFetchError("ambiguous framing: Content-Length with Transfer-Encoding")
+                self.error = FramingFetchError("ambiguous framing: Content-Length with Transfer-Encoding")
                 return 0
         elif ":" in text:
             name, value = text.split(":", 1)
