@@ -8,7 +8,7 @@ import gzip
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -293,3 +293,31 @@ def test_breaking_out_of_the_async_iterator_returns_promptly() -> None:
         result = asyncio.run(first())
         assert time.monotonic() - start < 1.5
     assert result.url == "not a url" and result.error
+
+
+def test_a_long_list_is_read_lazily_through_a_bounded_window() -> None:
+    from harvestman.transport import MemoryTransport, make_response
+
+    urls = [f"http://h{i % 50}.test/{i}" for i in range(3000)]
+    transport = MemoryTransport({u: make_response(u, 200, body=b"ok") for u in urls})
+    consumed = 0
+
+    def feed() -> Iterator[str]:
+        nonlocal consumed
+        for url in urls:
+            consumed += 1
+            yield url
+
+    async def main() -> tuple[int, int]:
+        first_seen_at = -1
+        count = 0
+        async for result in harvestman.download(feed(), concurrency=10, transport=transport):
+            assert result.status == 200
+            if first_seen_at < 0:
+                first_seen_at = consumed
+            count += 1
+        return first_seen_at, count
+
+    first_seen_at, count = asyncio.run(main())
+    assert count == 3000
+    assert first_seen_at <= 10 * 8 + 1  # the window: concurrency x WINDOW_PER_SLOT, not the whole list

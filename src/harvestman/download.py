@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
-from collections import defaultdict
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from harvestman.transport import CurlTransport, Transport, TransportSettings
 from harvestman.urls import resolve
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
+WINDOW_PER_SLOT = 8  # URLs in progress (fetching or waiting their turn) per concurrent fetch
 DOWNLOAD_BACKOFF_BASE = 0.5  # seconds; a list download retries sooner than a crawl would
 
 
@@ -31,7 +32,7 @@ class Download:
     def __init__(
         self, urls: Iterable[str], config: CrawlConfig, transport: Transport | None, log_dir: Path | None
     ) -> None:
-        self._urls = list(urls)
+        self._urls = urls  # read lazily: a list of millions is never copied, a generator works
         self._config = config
         self._transport = transport
         self._log_dir = log_dir
@@ -48,7 +49,7 @@ class Download:
         fetcher = Fetcher(transport, max_redirects=cfg.max_redirects)
         journal = RunJournal(self._log_dir, events=False) if self._log_dir else None
         total = asyncio.Semaphore(cfg.concurrency)
-        per_host: defaultdict[str, asyncio.Semaphore] = defaultdict(lambda: asyncio.Semaphore(cfg.per_host))
+        per_host = _HostSlots(cfg.per_host)
         done: asyncio.Queue[FetchResult] = asyncio.Queue()
 
         async def attempts(url: str) -> FetchResult:
@@ -65,14 +66,11 @@ class Download:
             attempt = 1
             started_at = 0.0
             while True:
-                async with total, per_host[host]:
-                    result = await fetcher.fetch(
-                        url,
-                        timeout=cfg.timeout,
-                        max_size=cfg.max_size,
-                        attempt=attempt,
-                        headers=cfg.extra_headers,
-                    )
+                # The host's slot first: a URL waiting for a busy host must not hold a global one.
+                async with per_host.slot(host):
+                    async with total:
+                        result = await fetcher.fetch(url, timeout=cfg.timeout, max_size=cfg.max_size,
+                                                     attempt=attempt, headers=cfg.extra_headers)
                     if cfg.delay:
                         await asyncio.sleep(cfg.delay)  # held inside the host's slot: the delay is per host
                 started_at = started_at or result.started_at
@@ -94,18 +92,62 @@ class Download:
                 journal.download(url, ok, result.error_message or f"HTTP {result.status}")
             await done.put(result)
 
-        tasks = [asyncio.create_task(one(url)) for url in self._urls]
+        # A bounded window of tasks, refilled as results come: memory follows the concurrency, not
+        # the length of the list.
+        urls = iter(self._urls)
+        window = cfg.concurrency * WINDOW_PER_SLOT
+        tasks: set[asyncio.Task[None]] = set()
+        started = yielded = 0
+
+        def refill() -> None:
+            nonlocal started
+            while started - yielded < window:  # URLs whose result has not been handed out yet
+                url = next(urls, None)
+                if url is None:
+                    return
+                task = asyncio.create_task(one(url))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+                started += 1
+
         try:
-            for _ in range(len(tasks)):
-                yield await done.get()
+            refill()
+            while yielded < started:
+                result = await done.get()
+                yielded += 1
+                refill()
+                yield result
         finally:
-            for task in tasks:
+            for task in list(tasks):
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             if self._transport is None:
                 await transport.aclose()
             if journal is not None:
                 journal.close()
+
+
+class _HostSlots:
+    """Per-host limits on concurrent fetches, kept only while the host has a URL in progress."""
+
+    def __init__(self, per_host: int) -> None:
+        self._per_host = per_host
+        self._slots: dict[str, tuple[asyncio.Semaphore, int]] = {}  # host -> (limit, URLs using it)
+
+    @contextlib.asynccontextmanager
+    async def slot(self, host: str) -> AsyncIterator[None]:
+        """Hold one of `host`'s slots for the duration of the block."""
+        semaphore, users = self._slots.get(host) or (asyncio.Semaphore(self._per_host), 0)
+        self._slots[host] = (semaphore, users + 1)
+        try:
+            async with semaphore:
+                yield
+        finally:
+            semaphore, users = self._slots[host]
+            if users == 1:
+                del self._slots[host]  # no one else waits: forget the host
+            else:
+                self._slots[host] = (semaphore, users - 1)
 
 
 def _host_of(url: str) -> str:
