@@ -1,15 +1,13 @@
 """The private-address guard: which IP addresses the crawler may connect to (SSRF defence).
 
 Pure and free of I/O. The transport asks `AddressGuard.is_allowed` for the address a socket is
-actually about to connect to (after DNS, on every hop), which also defeats DNS rebinding; the
-URL-level check `url_host_blocked` only rejects literal addresses early, before any work is done.
+actually about to connect to (after DNS, on every hop), which also defeats DNS rebinding, and
+covers every spelling of an address in a URL (127.1, 2130706433, 0x7f000001, [::ffff:7f00:1]).
 """
 
 from __future__ import annotations
 
 import ipaddress
-import socket
-import urllib.parse
 from collections.abc import Sequence
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -122,29 +120,3 @@ def _public_v6(addr: ipaddress.IPv6Address) -> bool:
     if any(addr in net for net in _BLOCKED_V6):
         return False
     return addr.is_global and not (addr.is_multicast or addr.is_reserved or addr.is_site_local)
-
-
-def url_host_blocked(url: str, guard: AddressGuard) -> bool:
-    """Whether `url`'s host is a literal IP address the guard refuses (names are checked at connect).
-
-    WHATWG-canonical URLs carry 127.0.0.1 for 127.1, 2130706433 and 0x7f000001; the legacy spellings
-    are parsed here too, in case a URL did not go through the WHATWG parser.
-    """
-    try:
-        host = urllib.parse.urlsplit(url).hostname
-    except ValueError:
-        return True
-    if not host:
-        return False
-    addr = parse_ip(host) or _legacy_ipv4(host)
-    return addr is not None and not guard.is_allowed(str(addr))
-
-
-def _legacy_ipv4(host: str) -> ipaddress.IPv4Address | None:
-    """An IPv4 address in the legacy inet_aton spellings (127.1, 2130706433, 0x7f.1), or None."""
-    if not host or any(c not in "0123456789abcdefx." for c in host.lower()):
-        return None
-    try:
-        return ipaddress.IPv4Address(socket.inet_aton(host))
-    except OSError:
-        return None

@@ -9,7 +9,6 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 from harvestman.config import CrawlConfig, config_from_mapping
 from harvestman.errors import UnsupportedUrlError
@@ -19,7 +18,7 @@ from harvestman.politeness import parse_retry_after, retry_backoff
 from harvestman.records import FetchResult
 from harvestman.sync import iterate_in_thread
 from harvestman.transport import CurlTransport, Transport, TransportSettings
-from harvestman.urls import resolve
+from harvestman.urls import host_of, resolve
 
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 WINDOW_PER_SLOT = 8  # URLs in progress (fetching or waiting their turn) per concurrent fetch
@@ -62,7 +61,7 @@ class Download:
                     error_message=f"not a valid URL: {url[:200]!r}",
                     started_at=time.time(),
                 )
-            host = _host_of(url)
+            host = host_of(url)  # it parsed just above, so this does not raise
             attempt = 1
             started_at = 0.0
             while True:
@@ -148,14 +147,6 @@ class _HostSlots:
                 del self._slots[host]  # no one else waits: forget the host
             else:
                 self._slots[host] = (semaphore, users - 1)
-
-
-def _host_of(url: str) -> str:
-    """The host part of `url` for the per-host limit; "" when it cannot be parsed."""
-    try:
-        return urlsplit(url).hostname or ""
-    except ValueError:  # e.g. an unclosed IPv6 bracket
-        return ""
 
 
 def _retry_wait(result: FetchResult, attempt: int, cfg: CrawlConfig) -> float | None:

@@ -106,10 +106,6 @@ class Crawler:
 
     # ----- faces -----------------------------------------------------------------------------
 
-    def subscribe(self, handler: EventHandler) -> None:
-        """Call `handler` with every event of the run (on the engine's thread)."""
-        self._listeners.append(handler)
-
     def stop(self, *, abandon: bool = False) -> None:
         """Ask the crawl to finish the fetches in flight, commit, and return (thread-safe).
 
