@@ -108,7 +108,7 @@ def generate_site(
             file.write_text(_page_html(url, host, port, links[url], rng, page_bytes), encoding="utf-8")
 
     seeds = (host_pages[hosts[0]][0],)
-    reachable, disallowed, missing = _bfs(seeds, links, disallow, frozenset(links))
+    reachable, disallowed, missing = reachable_from(seeds, links, disallow, frozenset(links))
     return SiteSpec(
         root=root,
         hosts=tuple(hosts),
@@ -152,7 +152,7 @@ def _page_html(
     )
 
 
-def _bfs(
+def reachable_from(
     seeds: tuple[str, ...], links: dict[str, tuple[str, ...]], disallow: str, pages: frozenset[str]
 ) -> tuple[frozenset[str], frozenset[str], frozenset[str]]:
     """Allowed reachable pages, disallowed linked URLs and missing linked URLs, from the seeds."""

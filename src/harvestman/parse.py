@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -18,6 +19,7 @@ MAX_PARSE_CHARS = 2 * 1024 * 1024
 MAX_ANCHOR = 300  # characters of anchor text kept per link
 MAX_TITLE = 1_000
 MAX_DESCRIPTION = 2_000
+RESOLVE_CACHE = 1 << 16  # (href, base) pairs: nav links repeat on every page of a site
 
 # Lexbor's tree builder walks the whole stack of open elements for every block-level start tag
 # (the "p element in button scope" check), so 10^5 nested <div>s cost ~30 s. Documents with few
@@ -70,17 +72,35 @@ def _tree(html: str) -> Any:
         return LexborHTMLParser(html.encode("utf-8", "surrogatepass").decode("utf-8", "replace"))
 
 
-def _http_url(href: str | None, base: str) -> str | None:
-    if not href:
-        return None
-    href = href.strip()
+@functools.lru_cache(maxsize=RESOLVE_CACHE)
+def _resolve_http(href: str, base: str) -> str | None:
     if href[:11].lower().startswith(_SKIP_SCHEMES):
         return None
     # A page URL that does not parse (it should not happen) still leaves absolute links usable.
-    resolved = resolve(href, base) or resolve(href)
+    resolved = (resolve(href, base) if base else None) or resolve(href)
     if resolved is None or not resolved.startswith(("http://", "https://")):
         return None  # other schemes (ftp:, file:, ...) are never fetched either
     return resolved
+
+
+def _http_url(href: str | None, base: str, origin: str) -> str | None:
+    """`href` joined to `base` when the result is http(s); `origin`: `base` up to its path."""
+    if not href:
+        return None
+    href = href.strip()
+    # Site-wide links ("/about", "http://x/") resolve the same from every page: passing a base
+    # that depends only on what the result depends on lets the cache answer most links.
+    if href[:1] == "/" and href[1:2] != "/":
+        base = origin
+    elif href[:7] == "http://" or href[:8] == "https://":
+        base = ""
+    return _resolve_http(href, base)
+
+
+def _origin(url: str) -> str:
+    # An http(s) URL as ada serialises it has no "/" in its authority.
+    slash = url.find("/", url.find("://") + 3)
+    return url + "/" if slash < 0 else url[: slash + 1]
 
 
 def _refresh_target(content: str | None) -> str | None:
@@ -126,19 +146,22 @@ class _Links:
 
 
 def parse_html(text: str, url: str, *, max_links: int = 1000, max_text: int = MAX_TEXT,
-               max_chars: int = MAX_PARSE_CHARS) -> ParsedPage:
+               max_chars: int = MAX_PARSE_CHARS, with_text: bool = True) -> ParsedPage:
     """Extract outlinks (resolved, not normalized), title, meta robots, language and text from HTML.
 
     Only the first `max_chars` characters are parsed, which bounds time and memory on huge pages.
+    Without `with_text`, the visible text and anchor texts are left empty: extracting them costs
+    more than the rest of the parse, and a crawl that only follows links does not need them.
     """
     tree = _tree(text[:max_chars] if len(text) > max_chars else text)
     base = url
     base_node = tree.css_first("base[href]")
     if base_node is not None:
         # Only the first <base href> counts; one with a non-http(s) target is ignored.
-        candidate = _http_url(base_node.attributes.get("href"), url)
+        candidate = _http_url(base_node.attributes.get("href"), url, _origin(url))
         if candidate is not None:
             base = candidate
+    origin = _origin(base)
     links = _Links(max(0, max_links))
     noindex = nofollow = False
     description = content_language = ""
@@ -158,7 +181,7 @@ def parse_html(text: str, url: str, *, max_links: int = 1000, max_text: int = MA
             elif equiv == "content-language" and not content_language:
                 content_language = content.split(",")[0].strip()
             elif equiv == "refresh" and not links.full:
-                target = _http_url(_refresh_target(content), base)
+                target = _http_url(_refresh_target(content), base, origin)
                 if target is not None:
                     links.add(Link(target, LinkKind.META_REFRESH))
             continue
@@ -166,32 +189,37 @@ def parse_html(text: str, url: str, *, max_links: int = 1000, max_text: int = MA
             continue
         rel = (attrs.get("rel") or "").lower().split()
         if tag == "a" or tag == "area":
-            target = _http_url(attrs.get("href"), base)
+            target = _http_url(attrs.get("href"), base, origin)
             if target is None:
                 continue
+            anchor = ""
             if tag == "a":
-                anchor = _collapse(node.text(deep=True, separator=" "), MAX_ANCHOR)
+                if with_text:
+                    anchor = _collapse(node.text(deep=True, separator=" "), MAX_ANCHOR)
                 kind = LinkKind.ANCHOR
             else:
-                anchor = _collapse(attrs.get("alt") or "", MAX_ANCHOR)
+                if with_text:
+                    anchor = _collapse(attrs.get("alt") or "", MAX_ANCHOR)
                 kind = LinkKind.AREA
             links.add(Link(target, kind, anchor, "nofollow" in rel))
         elif tag == "frame" or tag == "iframe":
-            target = _http_url(attrs.get("src"), base)
+            target = _http_url(attrs.get("src"), base, origin)
             if target is not None:
                 links.add(Link(target, LinkKind.FRAME if tag == "frame" else LinkKind.IFRAME))
         elif tag == "link":
             link_kind = _link_kind(rel)
-            target = _http_url(attrs.get("href"), base) if link_kind is not None else None
+            target = _http_url(attrs.get("href"), base, origin) if link_kind is not None else None
             if link_kind is not None and target is not None:
                 links.add(Link(target, link_kind, "", "nofollow" in rel))
     title_node = tree.css_first("title")
     title = _collapse(title_node.text(deep=True), MAX_TITLE) if title_node is not None else ""
     root = tree.root
     language = ((root.attributes.get("lang") if root is not None else None) or "").strip()
-    tree.strip_tags(_TEXT_FREE_TAGS, recursive=True)
-    body = tree.body
-    page_text = _collapse(body.text(deep=True, separator=" "), max_text) if body is not None else ""
+    page_text = ""
+    if with_text:
+        tree.strip_tags(_TEXT_FREE_TAGS, recursive=True)
+        body = tree.body
+        page_text = _collapse(body.text(deep=True, separator=" "), max_text) if body is not None else ""
     return ParsedPage(
         title=title,
         description=description,

@@ -27,6 +27,7 @@ MAX_SEGMENT_REPEATS = 3  # a path segment may occur at most this often (spider-t
 
 _PERCENT = re.compile(r"%([0-9A-Fa-f]{2})")
 _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+_HEX = frozenset("0123456789ABCDEFabcdef")
 _SESSION_PARAMS = frozenset({"jsessionid", "phpsessid", "sid", "sessionid", "cfid", "cftoken"})
 _PATH_SESSION = re.compile(r";jsessionid=[^;/?#]*", re.IGNORECASE)
 
@@ -34,7 +35,19 @@ _PATH_SESSION = re.compile(r";jsessionid=[^;/?#]*", re.IGNORECASE)
 def _fix_escape(match: re.Match[str]) -> str:
     char = chr(int(match.group(1), 16))
     # RFC 3986 §6.2.2.2: escapes of unreserved characters are equivalent to the characters.
-    return char if char in _UNRESERVED else "%" + match.group(1).upper()
+    if char in _UNRESERVED and not (char in _HEX and _after_half_escape(match.string, match.start())):
+        return char
+    return "%" + match.group(1).upper()
+
+
+def _after_half_escape(text: str, start: int) -> bool:
+    """Whether a stray "%" or "%H" comes right before `start`: decoding a hex digit there would make a
+    new escape ("%4%42" -> "%4B"), changing the URL and breaking idempotence."""
+    # Those characters are never part of an earlier escape (escapes end in a hex digit, and "%H%"
+    # is not one), so the input shows what the output will: the decision is the same on every pass,
+    # and dropping a whole "&name=value" or ";jsessionid=..." before them cannot change it.
+    before = text[start - 1 : start] if start else ""
+    return before == "%" or (start >= 2 and text[start - 2] == "%" and before in _HEX)
 
 
 def _normalize_escapes(part: str) -> str:
@@ -134,8 +147,16 @@ def normalize(url: str, *, max_length: int = 2048, max_segment_repeats: int = MA
 def normalize_with_host(
     url: str, *, max_length: int = 2048, max_segment_repeats: int = MAX_SEGMENT_REPEATS
 ) -> tuple[str, str]:
-    """`normalize(url)` and the host of the result, from one parse (for the per-link hot path)."""
-    return _normalize(url, max_length, max_segment_repeats, again=True)
+    """`normalize(url)` and the host of the result, from one parse (for the per-link hot path).
+
+    Answers are cached: the same links (navigation, popular pages) turn up on page after page.
+    """
+    return _normalize_cached(url, max_length, max_segment_repeats)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _normalize_cached(url: str, max_length: int, max_repeats: int) -> tuple[str, str]:
+    return _normalize(url, max_length, max_repeats, again=True)
 
 
 def _normalize(url: str, max_length: int, max_repeats: int, *, again: bool) -> tuple[str, str]:

@@ -1,0 +1,184 @@
+"""Crawl a synthetic web with harvestman and, in the same run, with wget2 and Scrapy where installed.
+
+    python bench/crawl_vs_peers.py [--hosts 100] [--pages 201] [--runs 1] [--peers wget2,scrapy]
+                                   [--workers N] [-- extra harvestman crawl options]
+
+The web (bench/synthweb.py) is served by nginx by destination address, one loopback address a host.
+Each tool crawls it from every host's front page, robots.txt obeyed, every link followed, 2
+concurrent fetches a host. For each it prints pages (requests nginx answered with 200, robots.txt
+aside), wall seconds, pages/s, CPU ms per page (user + system of the whole process tree), peak RSS
+(of the whole process tree, sampled every 20 ms), and harvestman's ratio to each peer. With --runs
+above 1 the tools take turns and medians are printed. Run from the repository root with nginx
+installed; Scrapy is looked for as `scrapy` on PATH or given with --scrapy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.synthweb import generate_web, host_addresses
+from tests.nginx import NginxServer, free_port
+
+SCRAPY_SPIDER = '''
+import scrapy
+from scrapy.linkextractors import LinkExtractor
+from scrapy.spiders import CrawlSpider, Rule
+
+class Web(CrawlSpider):
+    name = "web"
+    start_urls = {seeds!r}
+    rules = (Rule(LinkExtractor(), follow=True),)
+    custom_settings = {{
+        "ROBOTSTXT_OBEY": True, "CONCURRENT_REQUESTS": 64, "CONCURRENT_REQUESTS_PER_DOMAIN": 2,
+        "LOG_LEVEL": "ERROR", "TELNETCONSOLE_ENABLED": False, "COOKIES_ENABLED": False,
+    }}
+'''
+
+
+@dataclass(frozen=True, slots=True)
+class Run:
+    """One tool's crawl: what nginx served it and what it cost."""
+
+    tool: str
+    pages: int
+    wall: float
+    cpu: float
+    peak_rss_mb: float
+    urls: frozenset[str]
+
+    @property
+    def pages_per_s(self) -> float:
+        return self.pages / self.wall
+
+    @property
+    def cpu_ms_per_page(self) -> float:
+        return 1000 * self.cpu / max(1, self.pages)
+
+
+def _tree_rss_kb(root_pid: int) -> int:
+    """Resident memory of `root_pid` and all its descendants, in KiB (from /proc)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        pid = int(entry)
+        children.setdefault(int(fields[1]), []).append(pid)  # fields[1]: the parent pid
+        rss[pid] = int(fields[21]) * (os.sysconf("SC_PAGE_SIZE") // 1024)  # fields[21]: rss pages
+    total, stack = 0, [root_pid]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack.extend(children.get(pid, []))
+    return total
+
+
+def measure(tool: str, cmd: list[str], server: NginxServer, cwd: Path) -> Run:
+    """Run `cmd` to its end and return what it fetched and cost."""
+    before_log = len(server.requests())
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    peak = [0]
+
+    def sample() -> None:
+        while proc.poll() is None:
+            peak[0] = max(peak[0], _tree_rss_kb(proc.pid))
+            time.sleep(0.02)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    _, stderr = proc.communicate()
+    wall = time.perf_counter() - started
+    sampler.join()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    if proc.returncode != 0:
+        print(f"{tool} exited with {proc.returncode}: {stderr.decode(errors='replace')[-800:]}")
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    served = [e for e in server.requests()[before_log:] if e.status == 200 and e.uri != "/robots.txt"]
+    urls = frozenset(f"http://{e.server_addr}:{e.server_port}{e.uri}" for e in served)
+    return Run(tool, len(served), wall, cpu, peak[0] / 1024, urls)
+
+
+def main() -> None:
+    """Build the web, crawl it with each tool, print the figures and ratios."""
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--hosts", type=int, default=100)
+    parser.add_argument("--pages", type=int, default=201, help="pages per host")
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--peers", default="wget2,scrapy", help="comma-separated; '' for none")
+    parser.add_argument("--scrapy", default=shutil.which("scrapy"), help="the scrapy command")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("extra", nargs="*", help="extra options for `harvestman crawl` (after --)")
+    args = parser.parse_args()
+    hosts = host_addresses(args.hosts)
+    with tempfile.TemporaryDirectory(prefix="harvestman-bench-") as tmp:
+        root = Path(tmp)
+        port = free_port(hosts[0])
+        spec = generate_web(root / "web", hosts, args.pages, port=port, seed=args.seed)
+        # Every host's front page is a seed, as a user would list the sites to crawl.
+        seeds = [f"http://{host}:{port}/" for host in hosts]
+        (root / "seeds.txt").write_text("\n".join(seeds) + "\n")
+        (root / "spider.py").write_text(SCRAPY_SPIDER.format(seeds=seeds))
+        tools: dict[str, Callable[[int], list[str]]] = {
+            "harvestman": lambda n: [sys.executable, "-m", "harvestman.cli", "crawl", "-i",
+                                     str(root / "seeds.txt"), "--out", str(root / f"h{n}"), "--quiet",
+                                     "--allow-net", "127.0.0.0/8", *args.extra],
+        }
+        peers = [p for p in args.peers.split(",") if p]
+        if "wget2" in peers and shutil.which("wget2"):
+            tools["wget2"] = lambda n: ["wget2", "--recursive", "--level=0",
+                                        "--robots=on", "--quiet", "--max-threads=16",
+                                        "-P", str(root / f"w{n}"), "-i", str(root / "seeds.txt")]
+        if "scrapy" in peers and args.scrapy:
+            tools["scrapy"] = lambda n: [args.scrapy, "runspider", str(root / "spider.py")]
+        runs: dict[str, list[Run]] = {tool: [] for tool in tools}
+        with NginxServer(root / "web", hosts, port, by_address=True) as server:
+            for n in range(args.runs):
+                for tool, cmd in tools.items():
+                    runs[tool].append(measure(tool, cmd(n), server, root))
+        print(f"web: {args.hosts} hosts x {args.pages} pages, {len(spec.reachable)} reachable, "
+              f"{len(spec.disallowed)} disallowed; {args.runs} run(s); cores: {os.cpu_count()}")
+        print(f"{'tool':<11}{'pages':>8}{'wall s':>9}{'pages/s':>10}{'CPU ms/page':>13}{'peak RSS MB':>13}")
+        medians: dict[str, float] = {}
+        for tool, results in runs.items():
+            pages = statistics.median(r.pages for r in results)
+            wall = statistics.median(r.wall for r in results)
+            rate = medians[tool] = statistics.median(r.pages_per_s for r in results)
+            cpu = statistics.median(r.cpu_ms_per_page for r in results)
+            rss = max(r.peak_rss_mb for r in results)
+            print(f"{tool:<11}{pages:>8.0f}{wall:>9.2f}{rate:>10,.0f}{cpu:>13.2f}{rss:>13.0f}")
+        mine = runs["harvestman"][-1]
+        for tool in runs:
+            if tool != "harvestman":
+                theirs = runs[tool][-1]
+                covered = len(mine.urls & theirs.urls) / max(1, len(theirs.urls))
+                print(f"harvestman / {tool}: {medians['harvestman'] / medians[tool]:.2f}x pages/s; "
+                      f"fetched {covered:.1%} of the pages {tool} fetched")
+        fetched_disallowed = mine.urls & spec.disallowed
+        print(f"harvestman fetched {len(mine.urls & spec.reachable)}/{len(spec.reachable)} reachable "
+              f"pages, {len(fetched_disallowed)} disallowed")
+
+
+if __name__ == "__main__":
+    main()
