@@ -35,12 +35,14 @@ STOP_TIMEOUT = 5.0
 # Quoted fields are the ones that may hold spaces; nginx escapes '"' inside them as \x22.
 LOG_FORMAT = (
     '$remote_addr $server_addr $server_port $connection $connection_requests $msec $status '
-    '$body_bytes_sent "$request_method" "$request_uri" "$server_protocol" "$http_user_agent"'
+    '$body_bytes_sent "$request_method" "$request_uri" "$server_protocol" "$http_user_agent" '
+    '$request_time'
 )
 _LOG_LINE = re.compile(
     r'(?P<remote_addr>\S+) (?P<server_addr>\S+) (?P<server_port>\d+) (?P<connection>\d+) '
     r'(?P<connection_requests>\d+) (?P<msec>[\d.]+) (?P<status>\d+) (?P<bytes_sent>\d+) '
     r'"(?P<method>[^"]*)" "(?P<uri>[^"]*)" "(?P<protocol>[^"]*)" "(?P<user_agent>[^"]*)"'
+    r'(?: (?P<request_time>[\d.]+))?'  # optional: lines written before the field was added parse too
 )
 
 _MIME_TYPES = {
@@ -76,6 +78,14 @@ class LogEntry:
     uri: str
     protocol: str
     user_agent: str
+    # Seconds from the request's first byte to the log line (ms resolution); $msec and this come
+    # from the same cached clock, so `start` is exact to the millisecond.
+    request_time: float = 0.0
+
+    @property
+    def start(self) -> float:
+        """When nginx read the request's first byte (epoch seconds, ms resolution)."""
+        return (round(self.msec * 1000) - round(self.request_time * 1000)) / 1000
 
 
 def parse_log_line(line: str) -> LogEntry | None:
@@ -96,6 +106,7 @@ def parse_log_line(line: str) -> LogEntry | None:
         uri=m["uri"],
         protocol=m["protocol"],
         user_agent=m["user_agent"],
+        request_time=float(m["request_time"] or 0.0),
     )
 
 
@@ -134,6 +145,7 @@ class NginxServer:
         *,
         extra_http: str = "",
         extra_server: str = "",
+        by_address: bool = False,
     ) -> None:
         if not hosts:
             raise ValueError("NginxServer needs at least one host address")
@@ -141,9 +153,13 @@ class NginxServer:
         self.root = Path(root).resolve()
         self.hosts = list(hosts)
         # Chosen now, before start(), so a site generator can write links that name the port.
-        self.port = port if port is not None else free_port(self.hosts[0])
+        # A wildcard listener needs a port no process holds on any address.
+        self.port = port if port is not None else free_port("0.0.0.0" if by_address else self.hosts[0])
         self.extra_http = extra_http  # raw nginx directives added to the http block
         self.extra_server = extra_server  # ... and to every server block
+        # One wildcard listener choosing root/<address>/ by the address connected to: scales to 10^4
+        # hosts, where a listener per address would not.
+        self.by_address = by_address
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         self._proc: subprocess.Popen[bytes] | None = None
 
@@ -174,22 +190,31 @@ class NginxServer:
         """The nginx.conf this server runs with."""
         user = "user root;\n" if os.geteuid() == 0 else ""  # workers must read root/, often 0700 in tmp
         types = "\n".join(f"        {ctype} {exts};" for ctype, exts in _MIME_TYPES.items())
-        servers = "\n".join(
-            f"""    server {{
+        if self.by_address:
+            servers = f"""    server {{
+        listen {self.port};
+        server_name _;
+        root {self.root}/$server_addr;
+        {self.extra_server}
+    }}"""
+        else:
+            servers = "\n".join(
+                f"""    server {{
         listen {host}:{self.port};
         server_name _;
         root {self.root / host};
         {self.extra_server}
     }}"""
-            for host in self.hosts
-        )
+                for host in self.hosts
+            )
         return f"""{user}daemon off;
 master_process on;
 worker_processes 1;
+worker_rlimit_nofile 65536;
 pid {workdir}/nginx.pid;
 error_log {workdir}/error.log warn;
 events {{
-    worker_connections 4096;
+    worker_connections 16384;
 }}
 http {{
     types {{
@@ -240,7 +265,7 @@ http {{
 
     def _wait_ready(self) -> None:
         assert self._proc is not None
-        pending = list(self.hosts)
+        pending = self.hosts[:3] if self.by_address else list(self.hosts)
         deadline = time.monotonic() + START_TIMEOUT
         while pending:
             if self._proc.poll() is not None:

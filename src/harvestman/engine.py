@@ -13,6 +13,7 @@ from pathlib import Path
 from harvestman.config import CrawlConfig
 from harvestman.errors import ConfigError, InvalidUrlError, StorageError
 from harvestman.events import Event, EventKind
+from harvestman.faults import crash_point
 from harvestman.fetcher import FOLLOW, Fetcher, HopVerdict, error_for
 from harvestman.frontier import Frontier
 from harvestman.hostkeys import HostKeys
@@ -32,6 +33,7 @@ from harvestman.warc import WarcWriter, recover
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 IDLE_POLL = 0.25  # longest sleep while waiting for a host to become ready
 MAX_SPACED_HOSTS = 10_000  # per-host start times kept before the stale ones are dropped
+KNOWN_URLS = 1 << 17  # URLs this process has sent to the frontier, remembered to skip resending
 QUEUE_SAMPLE_EVERY = 0.25  # seconds between samples of the frontier's size for the display
 
 
@@ -103,6 +105,10 @@ class Crawler:
         self._keys = HostKeys(config.host_key, config.resolve)
         self._failing_hosts: set[str] = set()  # hosts whose failure streak the frontier is counting
         self._next_start: dict[str, float] = {}  # host -> earliest start of its next fetch (monotonic)
+        # Outlinks already sent to the frontier (committed, or pending in this process's next
+        # commit). Most outlinks are known; skipping them here saves their insert attempt. The
+        # database stays the seen check: forgetting (the set is cleared when full) costs only time.
+        self._known: set[str] = set()
 
     # ----- faces -----------------------------------------------------------------------------
 
@@ -329,15 +335,21 @@ class Crawler:
                                              max_size=cfg.max_size, attempt=leased.retries + 1)
             decision = decide(result, leased, time.time(), cfg)
             self.stats.bytes += result.wire_bytes
-            parsed, hosts = self._outlinks(result, leased, run.scope) if cfg.follow_links else (None, {})
+            parsed, hosts = self._outlinks(result, leased, run) if cfg.follow_links else (None, {})
             links = list(hosts)
-            await self._keys.prepare(links)
+            known = self._known
+            fresh = [url for url in links if url not in known]
+            if len(known) + len(fresh) > KNOWN_URLS:
+                known.clear()
+            known.update(fresh)
+            await self._keys.prepare(fresh)
             depth = leased.depth + 1
-            new_urls = [NewUrl(url, self._keys.key(url, host), depth, 0.0, leased.url)
-                        for url, host in hosts.items()]
+            key = self._keys.key
+            new_urls = [NewUrl(url, key(url, hosts[url]), depth, 0.0, leased.url) for url in fresh]
             if result.status:
                 run.warc.write(result, self._request_headers(headers), links)
             self._pending.append((decision.outcome, new_urls))
+            crash_point("fetched-before-commit")  # crash tests: stored in the WARC, not yet committed
             self._account(decision, result, leased, run)
             if run.on_page is not None and result.status and decision.final:
                 await run.on_page(CrawledPage(result, parsed, leased.depth, tuple(links)))
@@ -422,7 +434,7 @@ class Crawler:
             await asyncio.sleep(start - now)
 
     def _outlinks(
-        self, result: FetchResult, leased: LeasedUrl, scope: Scope
+        self, result: FetchResult, leased: LeasedUrl, run: _Run
     ) -> tuple[ParsedPage | None, dict[str, str]]:
         """Parse an HTML page; the links worth queueing (normalized, in scope, not too deep), with hosts."""
         cfg = self.config
@@ -430,7 +442,10 @@ class Crawler:
             return None, {}
         if not 200 <= result.status < 300:
             return None, {}
-        parsed = parse_html(result.text, result.final_url, max_links=cfg.max_outlinks)
+        # Text and anchors only for a library consumer: the crawl itself stores raw bytes.
+        parsed = parse_html(result.text, result.final_url, max_links=cfg.max_outlinks,
+                            with_text=run.on_page is not None)
+        scope = run.scope
         if parsed.nofollow or leased.depth + 1 > cfg.max_depth:
             return parsed, {}
         hosts: dict[str, str] = {}  # url -> host, in document order

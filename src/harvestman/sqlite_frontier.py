@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harvestman.errors import FrontierError
+from harvestman.faults import crash_point
 from harvestman.frontier import HostStats
 from harvestman.records import CrawlTotals, FetchOutcome, LeasedUrl, NewUrl, UrlRecord, UrlState
 
@@ -373,6 +374,7 @@ class SqliteFrontier:
                         "SELECT depth FROM urls WHERE url = ?", (outcome.url,)
                     ).fetchone()
                     self._write_outcome(outcome, final, state, now, depth_row[0], outcome.url)
+            crash_point("db-mid-commit")  # crash tests: outcomes and new URLs written, COMMIT not yet run
 
     def _write_outcome(
         self, o: FetchOutcome, url: str, state: UrlState, now: float, depth: int, parent: str
