@@ -14,10 +14,11 @@ from typing import Any
 
 from harvestman import __version__
 from harvestman.config import CrawlConfig, config_from_mapping, load_toml
-from harvestman.engine import Crawler
+from harvestman.engine import Crawler, CrawlStats
 from harvestman.errors import ConfigError, HarvestmanError
 from harvestman.progress import ProgressDisplay, print_summary
 from harvestman.report import crawl_report, export_records
+from harvestman.workers import WorkerPool, worker_count
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -54,6 +55,10 @@ def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
         )
     parser.add_argument("--concurrency", type=int, help="concurrent fetches in total (default 100)")
     parser.add_argument("--per-host", type=int, help="concurrent fetches per host (default 2)")
+    parser.add_argument(
+        "--workers", type=int, metavar="N",
+        help="worker processes sharing the crawl (default 0: one per core; --max-pages runs one)",
+    )
     parser.add_argument(
         "--delay", type=float, metavar="SECONDS", help="minimum delay between fetches of a host"
     )
@@ -158,6 +163,9 @@ def read_url_file(path: Path) -> list[str]:
 
 def run_crawl(cfg: CrawlConfig) -> int:
     """Run one crawl with a progress display and a summary; Ctrl-C stops it cleanly."""
+    workers = worker_count(cfg)
+    if workers > 1:
+        return _run_with_workers(cfg, workers)
     crawler = Crawler(cfg)
     display = None if cfg.quiet or cfg.log_json else ProgressDisplay(crawler.stats)
 
@@ -183,6 +191,35 @@ def run_crawl(cfg: CrawlConfig) -> int:
             asyncio.run(main())
     else:
         asyncio.run(main())
+    if not cfg.quiet and not cfg.log_json:
+        print_summary(crawl_report(cfg.out_dir))
+    return EXIT_OK
+
+
+def _run_with_workers(cfg: CrawlConfig, count: int) -> int:
+    """`run_crawl` over several worker processes; the parent relays Ctrl-C and shows the progress."""
+    stats = CrawlStats()
+    pool = WorkerPool(cfg, count, stats)
+    signals = 0
+
+    def on_signal(signum: int, frame: object) -> None:
+        nonlocal signals
+        signals += 1
+        pool.stop(abandon=signals > 1)
+        if signals == 1 and not cfg.quiet:
+            print("harvestman: stopping after the fetches in flight (Ctrl-C again to abandon them)",
+                  file=sys.stderr)
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        if cfg.quiet or cfg.log_json:
+            pool.run()
+        else:
+            with ProgressDisplay(stats):
+                pool.run()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     if not cfg.quiet and not cfg.log_json:
         print_summary(crawl_report(cfg.out_dir))
     return EXIT_OK

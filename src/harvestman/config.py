@@ -44,6 +44,7 @@ class CrawlConfig:
     exclude: tuple[str, ...] = ()
     concurrency: int = 100
     per_host: int = 2
+    workers: int = 0  # processes sharing the crawl; 0: one per core
     delay: float = 0.0
     retries: int = 3
     timeout: float = 60.0
@@ -87,6 +88,8 @@ def _validate(cfg: CrawlConfig) -> None:
     positive("max_pages", cfg.max_pages, allow_zero=True)
     positive("max_depth", cfg.max_depth, allow_zero=True)
     positive("concurrency", cfg.concurrency)
+    if cfg.workers < 0 or cfg.workers > 256:
+        raise ConfigError(f"workers must be between 0 (one per core) and 256, got {cfg.workers}")
     positive("per_host", cfg.per_host)
     positive("delay", cfg.delay, allow_zero=True)
     positive("retries", cfg.retries, allow_zero=True)

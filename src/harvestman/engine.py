@@ -57,6 +57,14 @@ class CrawlStats:
         return self.fetched / elapsed if elapsed > 0 else 0.0
 
 
+@dataclass(frozen=True, slots=True)
+class WorkerSlot:
+    """One process's share of a crawl run by several: the hosts whose id modulo `count` is `index`."""
+
+    index: int
+    count: int
+
+
 PageHandler = Callable[[CrawledPage], Awaitable[None]]
 EventHandler = Callable[[Event], None]
 
@@ -89,8 +97,10 @@ class Crawler:
         transport: Transport | None = None,
         frontier: Frontier | None = None,
         on_event: EventHandler | None = None,
+        worker: WorkerSlot | None = None,
     ) -> None:
         self.config = config
+        self.worker = worker  # None: this process runs the whole crawl
         self.stats = CrawlStats()
         self._transport = transport
         self._frontier = frontier
@@ -156,25 +166,20 @@ class Crawler:
         cfg = self.config
         self._loop = asyncio.get_running_loop()
         self._wake = asyncio.Event()
-        out = Path(cfg.out_dir)
-        try:
-            (out / "warc").mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise StorageError(f"cannot use {out} as the output folder: {exc.strerror}") from None
-        frontier = self._frontier or SqliteFrontier(
-            out / "crawl.db",
-            per_host=cfg.per_host,
-            delay=cfg.delay,
-            lease_seconds=cfg.lease_seconds,
-            host_of=self._keys.key,
-        )
+        out = self._make_output_folder()
+        worker = self.worker
+        frontier = self._frontier or self.open_frontier()
         journal = RunJournal(out, sys.stdout if cfg.log_json else None)
         self._listeners.insert(0, journal.event)
         transport = self._transport or CurlTransport(TransportSettings.from_config(cfg))
         try:
-            seeds = await self._prepare(frontier, journal)
-            recover(out / "warc")
-            warc = WarcWriter(out / "warc", max_bytes=cfg.warc_max_bytes)
+            if worker is None:
+                seeds = await self._prepare(frontier, journal)
+                recover(out / "warc")
+            else:  # the parent prepared the run: seeds stored, leases released, WARC files recovered
+                seeds = (frontier.get_meta("seeds") or "").split("\n")
+            prefix = "harvestman" if worker is None else f"harvestman-w{worker.index}"
+            warc = WarcWriter(out / "warc", max_bytes=cfg.warc_max_bytes, prefix=prefix)
             try:
                 scope = Scope(seeds, cfg.scope, cfg.include, cfg.exclude)
                 robots = RobotsGate(
@@ -213,6 +218,41 @@ class Crawler:
             raise self._fatal
         return self.stats
 
+    def _make_output_folder(self) -> Path:
+        out = Path(self.config.out_dir)
+        try:
+            (out / "warc").mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StorageError(f"cannot use {out} as the output folder: {exc.strerror}") from None
+        return out
+
+    def open_frontier(self) -> SqliteFrontier:
+        """The crawl database in the output folder (this worker's share of it, for a worker)."""
+        cfg = self.config
+        self._make_output_folder()
+        return SqliteFrontier(
+            Path(cfg.out_dir) / "crawl.db",
+            per_host=cfg.per_host,
+            delay=cfg.delay,
+            lease_seconds=cfg.lease_seconds,
+            host_of=self._keys.key,
+            shard=(self.worker.index, self.worker.count) if self.worker else (0, 1),
+        )
+
+    async def prepare(self) -> None:
+        """Do what starts a run (seeds stored and queued, leases handed back on resume, WARC files
+        recovered) without crawling: the parent of worker processes calls this before starting them.
+        """
+        out = Path(self.config.out_dir)
+        if self._frontier is None:
+            raise ConfigError("prepare() needs the crawl's frontier, opened by the caller")
+        journal = RunJournal(out, sys.stdout if self.config.log_json else None)
+        try:
+            await self._prepare(self._frontier, journal)
+            recover(out / "warc")
+        finally:
+            journal.close()
+
     async def _prepare(self, frontier: Frontier, journal: RunJournal) -> list[str]:
         """Record the run's seeds, or take them back from the database when resuming."""
         cfg = self.config
@@ -243,8 +283,11 @@ class Crawler:
         if not seeds:
             raise ConfigError("no valid seed URL to start from")
         frontier.set_meta("seeds", "\n".join(seeds))
-        await self._keys.prepare(new)
-        frontier.add([NewUrl(url, self._keys.key(url), 0, 1.0) for url in new])
+        # On resume every seed is queued again (known ones are ignored): a run killed between
+        # storing its seeds and queuing them must not resume into an empty crawl.
+        queue = seeds if cfg.resume else new
+        await self._keys.prepare(queue)
+        frontier.add([NewUrl(url, self._keys.key(url), 0, 1.0) for url in queue])
         counts = frontier.counts()
         self._done_total = sum(n for state, n in counts.items() if state != UrlState.UNFETCHED)
         return seeds
@@ -286,7 +329,11 @@ class Crawler:
                     return
                 ready = frontier.next_ready_time()
                 if ready is None:
-                    return
+                    # A worker's share is empty, but another worker may still add to it: the
+                    # crawl is over when no URL anywhere waits or is being fetched.
+                    if self.worker is None or not frontier.counts()[UrlState.UNFETCHED]:
+                        return
+                    ready = now + IDLE_POLL
                 await asyncio.sleep(min(max(ready - now, 0.001), IDLE_POLL))
                 continue
             self._wake.clear()

@@ -13,7 +13,8 @@ class RunJournal:
     """Appends events and per-URL outcomes to the output folder; both files survive resumes."""
 
     def __init__(self, out_dir: Path, json_stream: TextIO | None = None, *, events: bool = True) -> None:
-        # A list download keeps only download.log; a crawl keeps both.
+        # A list download keeps only download.log; a crawl keeps both. Line-buffered appends: each
+        # line is one write to a file opened O_APPEND, so worker processes never split a line.
         self._events = (
             open(out_dir / "events.jsonl", "a", encoding="utf-8", buffering=1) if events else None  # noqa: SIM115
         )
@@ -26,7 +27,9 @@ class RunJournal:
         if self._events is not None:
             self._events.write(line + "\n")
         if self._json_stream is not None:
+            # Flushed line by line: worker processes share the stream, and a line must reach it whole.
             self._json_stream.write(line + "\n")
+            self._json_stream.flush()
 
     def download(self, url: str, ok: bool, reason: str = "") -> None:
         """One line in the seed's format: `URL|Success` or `URL|FAILED|reason`."""

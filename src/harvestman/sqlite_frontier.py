@@ -106,7 +106,14 @@ def _row_to_record(row: Sequence[Any]) -> UrlRecord:
 
 
 class SqliteFrontier:
-    """A Frontier on one SQLite file (WAL); an exclusive lock file keeps other processes out."""
+    """A Frontier on one SQLite file (WAL); an exclusive lock file keeps other crawls out.
+
+    The worker processes of one crawl share the file: the process that holds the lock starts them,
+    and each opens the file with `shard=(index, count)` and no lock of its own. A worker leases only
+    from its share of the hosts (host id modulo count), so each host's politeness is kept by one
+    process; every worker adds and completes URLs of any host, and the seen check stays the
+    database's.
+    """
 
     def __init__(
         self,
@@ -117,9 +124,16 @@ class SqliteFrontier:
         lease_seconds: float = 300.0,
         host_of: Callable[[str], str],
         read_only: bool = False,
+        shard: tuple[int, int] = (0, 1),
     ) -> None:
+        index, count = shard
+        if not 0 <= index < count:
+            raise ValueError(f"shard index must be in [0, {count}), got {index}")
         self.path = Path(path)
         self.read_only = read_only
+        self.shard = shard
+        # SQL that keeps a hosts-table query to this process's share ("h" aliases the table).
+        self._mine = f" AND h.id % {count} = {index}" if count > 1 else ""
         self.per_host = per_host
         self.delay = delay
         self.lease_seconds = lease_seconds
@@ -154,8 +168,9 @@ class SqliteFrontier:
             raise FrontierError(f"cannot create lock file {lock_path}: {exc.strerror}") from None
         try:
             # flock belongs to the open file: the kernel drops it when the process dies, even by SIGKILL.
-            # A reader (status, export) takes no lock: it may look at a crawl while it runs.
-            if not self.read_only:
+            # A reader (status, export) takes no lock: it may look at a crawl while it runs; nor does
+            # a worker, whose parent holds it.
+            if not self.read_only and self.shard[1] == 1:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
@@ -292,9 +307,9 @@ class SqliteFrontier:
                 # Every host handled below leaves the candidate set (full, delayed or parked),
                 # so re-running the query walks on to the next hosts in ready_at order.
                 hosts = db.execute(
-                    "SELECT id, name, in_flight, COALESCE(delay, ?) FROM hosts"
+                    "SELECT id, name, in_flight, COALESCE(delay, ?) FROM hosts h"
                     " WHERE pending > 0 AND ready_at <= ? AND paused_until <= ? AND wake_at <= ?"
-                    " AND in_flight < ? ORDER BY ready_at, id LIMIT ?",
+                    f" AND in_flight < ?{self._mine} ORDER BY ready_at, id LIMIT ?",
                     (self.delay, now, now, now, self.per_host, max(limit - len(out), 16)),
                 ).fetchall()
                 hosts = [h for h in hosts if h[0] not in seen]
@@ -489,7 +504,10 @@ class SqliteFrontier:
             return int(self._read().execute("SELECT COUNT(*) FROM urls WHERE lease_until > 0").fetchone()[0])
 
     def next_ready_time(self) -> float | None:
-        """Earliest time a lease may succeed (never later than the truth), or None when nothing is pending."""
+        """Earliest time a lease may succeed (never later than the truth), or None when nothing is pending.
+
+        For a worker: in its share of the hosts.
+        """
         with self._reading():
             # A full host waits for a lease to expire (or, sooner, a completion the engine sees itself).
             row = (
@@ -498,7 +516,7 @@ class SqliteFrontier:
                     "SELECT MIN(MAX(h.ready_at, h.paused_until, h.wake_at, CASE WHEN h.in_flight >= ?"
                     " THEN COALESCE((SELECT MIN(lease_until) FROM urls"
                     " WHERE host_id = h.id AND lease_until > 0), 0) ELSE 0 END))"
-                    " FROM hosts h WHERE h.pending > 0",
+                    f" FROM hosts h WHERE h.pending > 0{self._mine}",
                     (self.per_host,),
                 )
                 .fetchone()

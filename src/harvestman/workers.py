@@ -1,0 +1,201 @@
+"""Run one crawl in several worker processes (one per core by default) sharing its crawl database.
+
+The parent holds the database's lock, prepares the run (seeds, resume, WARC recovery), then starts
+the workers; each worker crawls its share of the hosts (see SqliteFrontier) with its own connection
+pool, parser and WARC file. Python parses and compresses on one core per process, so this is how a
+crawl uses every core. The result (pages and states) is the one a single process reaches: the seen
+check and every state change are the database's, and a host is only ever fetched by one worker.
+
+Signals: the parent relays a first SIGINT/SIGTERM as "stop after the fetches in flight" (SIGTERM to
+the workers) and a second as "abandon them" (SIGUSR1); workers ignore the terminal's own SIGINT so a
+Ctrl-C counts once. Workers die with the parent (PR_SET_PDEATHSIG), so a killed crawl leaves no
+process behind and resumes like a killed single-process crawl.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import dataclasses
+import multiprocessing
+import os
+import queue
+import signal
+import time
+from dataclasses import dataclass
+from multiprocessing.process import BaseProcess
+from typing import Any
+
+from harvestman.config import CrawlConfig
+from harvestman.engine import Crawler, CrawlStats, WorkerSlot
+from harvestman.errors import HarvestmanError
+from harvestman.records import UrlState
+
+REPORT_EVERY = 0.3  # seconds between a worker's counter reports
+STOP_GRACE = 30.0  # seconds workers get to finish after a worker failed, before they are killed
+_PR_SET_PDEATHSIG = 1
+
+
+def worker_count(cfg: CrawlConfig) -> int:
+    """How many processes a crawl runs: `cfg.workers`, or one per usable core when that is 0.
+
+    A `--max-pages` crawl runs in one process, where the limit is exact.
+    """
+    if cfg.max_pages:
+        return 1
+    if cfg.workers:
+        return cfg.workers
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerReport:
+    """A worker's counters, sent to the parent a few times a second and once at its end."""
+
+    index: int
+    fetched: int
+    failed: int
+    retried: int
+    skipped: int
+    bytes: int
+    in_flight: int
+    busy_hosts: frozenset[str]
+    finished: bool = False
+    error: str = ""  # why the worker could not go on (a full disk, say)
+
+
+def _report(index: int, stats: CrawlStats, *, finished: bool = False, error: str = "") -> WorkerReport:
+    return WorkerReport(index, stats.fetched, stats.failed, stats.retried, stats.skipped, stats.bytes,
+                        stats.in_flight, frozenset(stats.busy_hosts), finished, error)
+
+
+def _die_with_parent() -> None:
+    with contextlib.suppress(OSError, AttributeError):  # Linux only; elsewhere the pipe check below
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def _worker_main(cfg: CrawlConfig, slot: WorkerSlot, reports: Any, parent_pid: int) -> None:
+    """A worker process: crawl this slot's share, reporting counters to the parent."""
+    _die_with_parent()
+    if os.getppid() != parent_pid:  # the parent died before the death signal was armed
+        return
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what a Ctrl-C means
+    crawler = Crawler(cfg, worker=slot)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, crawler.stop)
+        loop.add_signal_handler(signal.SIGUSR1, lambda: crawler.stop(abandon=True))
+
+        async def report() -> None:
+            while True:
+                await asyncio.sleep(REPORT_EVERY)
+                if os.getppid() != parent_pid:
+                    crawler.stop(abandon=True)
+                reports.put(_report(slot.index, crawler.stats))
+
+        reporter = asyncio.create_task(report())
+        try:
+            await crawler.run()
+        finally:
+            reporter.cancel()
+
+    try:
+        asyncio.run(main())
+    except HarvestmanError as exc:
+        reports.put(_report(slot.index, crawler.stats, finished=True, error=str(exc)))
+        return
+    reports.put(_report(slot.index, crawler.stats, finished=True))
+
+
+class WorkerPool:
+    """Runs a prepared crawl in `count` worker processes and sums their counters into `stats`."""
+
+    def __init__(self, cfg: CrawlConfig, count: int, stats: CrawlStats) -> None:
+        self.cfg = cfg
+        self.count = count
+        self.stats = stats
+        self._signals = 0
+        self._procs: list[BaseProcess] = []
+
+    def stop(self, *, abandon: bool = False) -> None:
+        """Relay a stop to the workers: finish the fetches in flight, or (`abandon`) drop them."""
+        self._signals += 1
+        sig = signal.SIGUSR1 if abandon or self._signals > 1 else signal.SIGTERM
+        for proc in self._procs:
+            if proc.pid is not None and proc.is_alive():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(proc.pid, sig)
+
+    def run(self) -> None:
+        """Prepare the run, start the workers, wait for them; raise if one failed or died."""
+        frontier = Crawler(self.cfg).open_frontier()  # held open: its lock keeps other crawls out
+        try:
+            asyncio.run(Crawler(self.cfg, frontier=frontier).prepare())
+            self._run_workers(frontier.counts)
+        finally:
+            frontier.close()
+
+    def _run_workers(self, counts: Any) -> None:
+        cfg = self.cfg
+        share = max(cfg.per_host, cfg.concurrency // self.count)
+        worker_cfg = dataclasses.replace(cfg, concurrency=share)
+        context = multiprocessing.get_context("spawn")  # a fresh interpreter: no inherited loop or locks
+        reports = context.Queue()
+        self._procs = [
+            context.Process(target=_worker_main, name=f"harvestman-worker-{i}",
+                            args=(worker_cfg, WorkerSlot(i, self.count), reports, os.getpid()))
+            for i in range(self.count)
+        ]
+        for proc in self._procs:
+            proc.start()
+        latest: dict[int, WorkerReport] = {}
+        errors: list[str] = []
+        sampled = 0.0
+        failed_at: float | None = None
+        while any(proc.is_alive() for proc in self._procs) or not reports.empty():
+            with contextlib.suppress(queue.Empty):
+                report: WorkerReport = reports.get(timeout=0.1)
+                latest[report.index] = report
+                if report.error:
+                    errors.append(f"worker {report.index}: {report.error}")
+            for i, proc in enumerate(self._procs):
+                code = proc.exitcode
+                if code not in (None, 0) and not any(f"worker {i}:" in e for e in errors):
+                    errors.append(f"worker {i} ended with {_describe_exit(code)}")
+            if errors and failed_at is None:
+                failed_at = time.monotonic()
+                self.stop(abandon=True)  # the others stop too: the run is resumable as it stands
+            if failed_at is not None and time.monotonic() - failed_at > STOP_GRACE:
+                for proc in self._procs:
+                    proc.kill()
+            if time.monotonic() - sampled > 0.25:
+                sampled = time.monotonic()
+                self._sum(latest.values(), counts()[UrlState.UNFETCHED])
+        for proc in self._procs:
+            proc.join()
+        self._sum(latest.values(), 0)
+        if errors:
+            raise HarvestmanError("; ".join(errors) + f" (the crawl stopped; --resume continues it: "
+                                  f"{cfg.out_dir})")
+
+    def _sum(self, reports: Any, queued: int) -> None:
+        stats = self.stats
+        reports = list(reports)
+        stats.fetched = sum(r.fetched for r in reports)
+        stats.failed = sum(r.failed for r in reports)
+        stats.retried = sum(r.retried for r in reports)
+        stats.skipped = sum(r.skipped for r in reports)
+        stats.bytes = sum(r.bytes for r in reports)
+        stats.in_flight = sum(r.in_flight for r in reports)
+        stats.busy_hosts = set().union(*(r.busy_hosts for r in reports))
+        stats.queued = queued
+
+
+def _describe_exit(code: int) -> str:
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"signal {signal.Signals(-code).name}"
+    return f"exit status {code}"
