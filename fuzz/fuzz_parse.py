@@ -1,0 +1,55 @@
+"""atheris harness for HTML link extraction: bytes -> charset -> text -> parse_html, output bounded.
+
+Run: python fuzz/fuzz_parse.py [libFuzzer options] [CORPUS_DIR ...], e.g. -max_total_time=60.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import atheris
+
+with atheris.instrument_imports(include=["harvestman"]):
+    from harvestman.content import decode_text, detect_charset, sniff_binary
+    from harvestman.parse import MAX_ANCHOR, MAX_DESCRIPTION, MAX_TITLE, parse_html
+    from harvestman.urls import resolve
+
+CONTENT_TYPES = ("text/html", "text/html; charset=utf-8", "text/html; charset=windows-1251",
+                 "text/html; charset=utf-16", "application/xhtml+xml", "text/html; charset=bogus", "",
+                 "image/png")
+PAGES = ("http://example.com/dir/page.html", "https://[::1]:8443/", "not a url")
+MAX_TEXT = 500
+
+
+def TestOneInput(data: bytes) -> None:
+    """One input: a flags byte (content type, page URL, link cap), then the body as served."""
+    if not data:
+        return
+    flags, body = data[0], data[1:]
+    content_type = CONTENT_TYPES[flags % len(CONTENT_TYPES)]
+    page_url = PAGES[(flags >> 3) % len(PAGES)]
+    max_links = (flags >> 5) * 3  # 0 to 21
+    sniff_binary(body, content_type)
+    charset, _source = detect_charset(body, content_type)
+    text = decode_text(body, charset)
+    page = parse_html(text, page_url, max_links=max_links, max_text=MAX_TEXT)
+    assert len(page.links) <= max_links, (len(page.links), max_links)
+    assert len({link.url for link in page.links}) == len(page.links)
+    assert len(page.text) <= MAX_TEXT
+    assert len(page.title) <= MAX_TITLE and len(page.description) <= MAX_DESCRIPTION
+    for link in page.links:
+        assert link.url.startswith(("http://", "https://")), link.url
+        assert resolve(link.url) is not None, link.url
+        assert len(link.anchor) <= MAX_ANCHOR
+    # A raw decode with lone surrogates reaches the parser too when a caller skips decode_text.
+    parse_html(body.decode("utf-8", "surrogateescape"), page_url, max_links=max_links, max_text=MAX_TEXT)
+
+
+def main() -> None:
+    """Run libFuzzer with the command line's options."""
+    atheris.Setup(sys.argv, TestOneInput)
+    atheris.Fuzz()
+
+
+if __name__ == "__main__":
+    main()
