@@ -1,13 +1,30 @@
-"""Helpers for end-to-end crawl tests: run the CLI, read WARC files, compare with the server's log."""
+"""Helpers for end-to-end crawl tests: run the CLI, read WARC files, compare with the server's log.
+
+`run_cli_measured` runs the CLI as a child process and reports the child's own peak resident memory
+(from wait4, so earlier or concurrent children do not blur it); `consistent_records` reads a crawl
+database back after checking that the crawl left it sound and every URL decided.
+"""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
+import tempfile
+import time
 from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
+
+from harvestman.records import UrlRecord, UrlState
+from harvestman.sqlite_frontier import SqliteFrontier
+
+MiB = 1024 * 1024
+RSS_LIMIT = 600 * MiB  # RELIABILITY.md: a crawl of hostile servers peaks well below this
+_POLL = 0.02  # seconds between checks on a running child
 
 
 def harvestman_cmd(*args: str) -> list[str]:
@@ -40,3 +57,60 @@ def read_all_warcs(folder: Path) -> int:
                 record.content_stream().read()
                 total += 1
     return total
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredRun:
+    """A finished CLI run: exit code, what it printed, wall time, and the child's peak RSS in bytes."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    elapsed: float
+    peak_rss: int
+
+
+def run_cli_measured(*args: str, timeout: float = 120, prefix: Sequence[str] = ()) -> MeasuredRun:
+    """Run `harvestman ARGS` (behind `prefix`, a wrapper that execs it) and measure its peak RSS.
+
+    The child is reaped with wait4, whose rusage is that one process's: getrusage(RUSAGE_CHILDREN)
+    would give the largest of every child this test process ever waited for. A wrapper must exec
+    the CLI (not fork it), so that the measured process is the crawler itself. Processes the crawler
+    starts and reaps count as the largest of them, not their sum.
+    """
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        started = time.monotonic()
+        proc = subprocess.Popen([*prefix, *harvestman_cmd(*args)], stdout=out, stderr=err)
+        deadline = started + timeout
+        status, usage = 0, None
+        while True:  # bounded by the deadline
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                proc.kill()
+                _pid, status, usage = os.wait4(proc.pid, 0)
+                proc.returncode = os.waitstatus_to_exitcode(status)
+                raise subprocess.TimeoutExpired(proc.args, timeout)
+            time.sleep(_POLL)
+        elapsed = time.monotonic() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here: Popen must not wait again
+        out.seek(0)
+        err.seek(0)
+        return MeasuredRun(proc.returncode, out.read().decode(errors="replace"),
+                           err.read().decode(errors="replace"), elapsed, usage.ru_maxrss * 1024)
+
+
+def consistent_records(out: Path) -> dict[str, UrlRecord]:
+    """The crawl database's records by URL, after checking it is sound and that every URL was decided."""
+    with SqliteFrontier.open_read_only(out / "crawl.db") as frontier:
+        assert frontier.integrity_check() == "ok"
+        assert frontier.in_flight() == 0  # no lease left behind
+        records = {r.url: r for r in frontier.records()}
+    for record in records.values():
+        assert record.state != UrlState.UNFETCHED, record  # the crawl ran to its end: all decided
+        if record.error_class and record.error_class != "truncated":
+            assert record.error_message, record  # the reason is recorded with the class
+        if record.state == UrlState.FETCHED:
+            assert record.http_status, record
+    return records

@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import select
 import socket
+import ssl
 import threading
 import time
 import zlib
@@ -73,7 +74,9 @@ class Conn:
         """Wait up to `seconds` for the client to close (or send anything); True if it closed."""
         try:
             ready, _, _ = select.select([self.sock], [], [], seconds)
-            if ready and not self.sock.recv(4096, socket.MSG_PEEK):
+            # A TLS socket cannot peek; reading is harmless, the response has been sent.
+            peek = 0 if isinstance(self.sock, ssl.SSLSocket) else socket.MSG_PEEK
+            if ready and not self.sock.recv(4096, peek):
                 self.hung_up()
                 return True
         except OSError:
@@ -89,14 +92,28 @@ class HostileServer(RawServer):
     """A raw loopback HTTP server whose responses are behaviours chosen by request path."""
 
     def __init__(self, routes: Mapping[str, Behaviour], host: str = "127.0.0.1",
-                 default: Behaviour | None = None) -> None:
+                 default: Behaviour | None = None, tls: ssl.SSLContext | None = None) -> None:
         super().__init__(self._dispatch, host)
+        self.tls = tls  # a server context: speak HTTPS (HTTP/1.1) instead of plain HTTP
         self.routes = dict(routes)
         self.default = default or not_found
         self.hits: list[Hit] = []
         self._lock = threading.Lock()
 
+    def url(self, path: str = "/") -> str:
+        """Absolute URL of `path` on this server (https when it speaks TLS)."""
+        plain = super().url(path)
+        return "https" + plain.removeprefix("http") if self.tls is not None else plain
+
     def _dispatch(self, sock: socket.socket) -> None:
+        if self.tls is None:
+            self._serve_one(sock)
+            return
+        # wrap_socket takes the descriptor over, so the TLS socket is the one to close.
+        with self.tls.wrap_socket(sock, server_side=True) as tls_sock:  # a bad handshake raises OSError
+            self._serve_one(tls_sock)
+
+    def _serve_one(self, sock: socket.socket) -> None:
         head = read_request(sock)
         lines = head.decode("latin-1").split("\r\n")
         parts = lines[0].split(" ")
@@ -278,6 +295,18 @@ def bad_chunk_terminator() -> Behaviour:
     """A chunk whose data is not followed by CRLF (a size that lies)."""
     body = b"5\r\nhelloXXXX\r\n0\r\n\r\n"
     return raw(raw_response(200, [("Content-Type", "text/html"), ("Transfer-Encoding", "chunked")], body))
+
+
+def reset(after: bytes = b"") -> Behaviour:
+    """Send `after` (perhaps a head and part of a body), then abort the connection with a TCP RST."""
+
+    def behave(conn: Conn) -> None:
+        if after and not conn.send(after):
+            return
+        # SO_LINGER on with a zero timeout: close() sends RST instead of FIN.
+        conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+
+    return behave
 
 
 # ----- oversized heads ------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import random
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -26,10 +27,11 @@ from harvestman.config import CrawlConfig
 from harvestman.engine import Crawler
 from harvestman.events import Event
 from harvestman.records import CrawledPage, UrlRecord, UrlState
-from harvestman.sqlite_frontier import SqliteFrontier
 from tests import hostile
+from tests.crawlcheck import RSS_LIMIT, consistent_records
 from tests.hostile import Behaviour, Hit, HostileServer, MiB
 from tests.httpserver import RouteServer
+from tests.tlsfixture import make_pki
 
 GOOD_HOST = "127.2.0.1"
 GOOD_PAGES = 8
@@ -96,22 +98,8 @@ def crawl(tmp_path: Path, good: RouteServer, seeds: list[str], **changes: Any) -
     good_records = {u: r for u, r in records.items() if f"//{GOOD_HOST}:" in u}
     assert len(good_records) == GOOD_PAGES, sorted(good_records)
     assert all(r.state == UrlState.FETCHED and not r.error_class for r in good_records.values()), good_records
+    assert result.rss.growth < RSS_LIMIT, result.rss  # every case: memory stays bounded
     return result
-
-
-def consistent_records(out: Path) -> dict[str, UrlRecord]:
-    """The crawl database's records by URL, after checking it is sound and that every URL was decided."""
-    with SqliteFrontier.open_read_only(out / "crawl.db") as frontier:
-        assert frontier.integrity_check() == "ok"
-        assert frontier.in_flight() == 0  # no lease left behind
-        records = {r.url: r for r in frontier.records()}
-    for record in records.values():
-        assert record.state != UrlState.UNFETCHED, record  # the crawl ran to its end: all decided
-        if record.error_class and record.error_class != "truncated":
-            assert record.error_message, record  # the reason is recorded with the class
-        if record.state == UrlState.FETCHED:
-            assert record.http_status, record
-    return records
 
 
 def warc_response(out: Path, url: str) -> tuple[bytes, dict[str, str]]:
@@ -337,6 +325,33 @@ def test_credentials_do_not_cross_origins_on_redirect(tmp_path: Path, good: Rout
         assert server.hits, server.paths()
         for hit in server.hits:
             assert "authorization" not in hit.headers and "cookie" not in hit.headers, (server.url(), hit)
+
+
+def test_credentials_do_not_follow_a_downgrade_from_https(tmp_path: Path, good: RouteServer) -> None:
+    # RELIABILITY.md's chain: https://a -> http://a:other-port -> http://b, each server echoing headers.
+    host_a, host_b = "127.3.0.18", "127.3.0.19"
+    pki = make_pki(tmp_path / "pki")
+    cert = pki.server_cert("a", names=("a.test",), ips=(host_a,))
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert.cert, cert.key)
+    secret = (("Authorization", "Bearer s3cret"), ("Cookie", "session=s3cret"),
+              ("Proxy-Authorization", "Basic czNjcmV0"))
+    with HostileServer({"/landing": hostile.html("<title>b</title>")}, host=host_b) as b, \
+            HostileServer({"/plain": hostile.redirect(b.url("/landing"))}, host=host_a) as plain_a:
+        routes = {"/start": hostile.redirect("/same"), "/same": hostile.redirect(plain_a.url("/plain"))}
+        with HostileServer(routes, host=host_a, tls=tls) as https_a:
+            result = crawl(tmp_path, good, [https_a.url("/start")], scope="any", extra_headers=secret,
+                           verify_tls=False)
+    record = result.records[https_a.url("/start")]
+    assert record.state == UrlState.REDIRECT_TEMP and record.final_url == b.url("/landing"), record
+    assert https_a.url("/start").startswith("https://")
+    for hit in https_a.hits_for("/start") + https_a.hits_for("/same"):  # same origin, over TLS: sent
+        assert [hit.headers.get(k.lower()) for k, _ in secret] == [v for _, v in secret], hit
+    # The downgraded hop (same host, http, another port) and the other host: none of them, robots.txt too.
+    for server in (plain_a, b):
+        assert server.hits, server.paths()
+        for hit in server.hits:
+            assert not {k.lower() for k, _ in secret} & set(hit.headers), (server.url(), hit)
 
 
 def test_configured_headers_are_sent_once(tmp_path: Path, good: RouteServer) -> None:

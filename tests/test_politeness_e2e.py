@@ -28,7 +28,8 @@ from harvestman.records import UrlRecord, UrlState
 from harvestman.robots_gate import RobotsGate
 from harvestman.sqlite_frontier import SqliteFrontier
 from harvestman.transport import CurlTransport, TransportSettings
-from tests.crawlcheck import run_cli
+from tests.crawlcheck import RSS_LIMIT, run_cli
+from tests.hostile import peak_rss
 from tests.httpserver import RawServer, RouteHandler, RouteServer, RouteValue, raw_response, read_request
 
 HTML = {"Content-Type": "text/html; charset=utf-8"}
@@ -273,8 +274,10 @@ def test_retry_after_pauses_the_host_only(
     other_routes: dict[str, RouteValue] = {"/": tracker.page(other_paths, sleep=0.02)}
     other_routes.update({p: tracker.page(sleep=0.15) for p in other_paths})
     other_srv = servers(other, other_routes)
-    events, recs = crawl(tmp_path, [srv.url("/"), srv.url("/a"), srv.url("/b"), other_srv.url("/")],
-                         per_host=1, retry_after_cap=RETRY_AFTER_CAP, retries=3)
+    with peak_rss() as rss:
+        events, recs = crawl(tmp_path, [srv.url("/"), srv.url("/a"), srv.url("/b"), other_srv.url("/")],
+                             per_host=1, retry_after_cap=RETRY_AFTER_CAP, retries=3)
+    assert rss.growth < RSS_LIMIT, rss
     hits = tracker.on(host)
     assert answered and hits[0] is answered[0]
     sent = answered[0].end
@@ -372,6 +375,8 @@ def _robots_routes(case: str, tracker: Tracker) -> dict[str, RouteValue]:
     disallow = b"User-agent: *\nDisallow: /secret\n"
     if case == "404":
         return {}
+    if case == "403":
+        return {"/robots.txt": (403, ROBOTS_TEXT, b"forbidden")}
     if case == "500":
         return {"/robots.txt": (500, ROBOTS_TEXT, b"broken")}
     if case == "429":
@@ -405,6 +410,7 @@ def _robots_routes(case: str, tracker: Tracker) -> dict[str, RouteValue]:
 # case -> (pages requested, error class of the seed when robots.txt stays unreachable: "disallow all")
 ROBOTS_CASES = {
     "404": ({"/", "/ok", "/secret"}, ""),  # unavailable: allow all
+    "403": ({"/", "/ok", "/secret"}, ""),  # any 4xx but 429 is "unavailable" too (RFC 9309 §2.3.1.3)
     "500": (set(), "robots_unavailable"),  # unreachable: disallow all
     "429": ({"/", "/ok", "/secret"}, ""),  # deferred, then 404 on the second ask
     "redirect5": ({"/", "/ok"}, ""),  # five redirects are followed (RFC 9309 §2.3.1.2)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,9 +12,10 @@ import pytest
 
 from harvestman.addrguard import AddressGuard
 from harvestman.errors import TlsFetchError
-from harvestman.records import HttpRequest, HttpResponse
+from harvestman.records import HttpRequest, HttpResponse, UrlState
 from harvestman.transport import CurlTransport, TransportSettings
-from tests.crawlcheck import run_cli
+from tests.crawlcheck import RSS_LIMIT, consistent_records, run_cli, run_cli_measured
+from tests.httpserver import RouteServer
 from tests.nginx import free_port, require_nginx
 from tests.tlsfixture import Pki, TlsNginx, make_pki
 
@@ -137,3 +138,25 @@ def test_https_crawl_without_insecure_records_tls_error(site: TlsSite, tmp_path:
 def test_https_crawl_records_the_tls_error_class(site: TlsSite, tmp_path: Path) -> None:
     report = _crawl(site, tmp_path / "out")
     assert report["errors"] == {"tls": 1}, report
+
+
+def test_bad_certificates_fail_their_hosts_only(site: TlsSite, tmp_path: Path,
+                                                route_server: Callable[..., RouteServer]) -> None:
+    # Untrusted issuer (a CA nobody installed, as good as self-signed), wrong name, expired: each host
+    # ends with the TLS error recorded, while a plain-HTTP host beside them is crawled in full.
+    pages = ["/", "/a.html", "/b.html"]
+    body = "".join(f'<a href="{p}">{p}</a>' for p in pages).encode()
+    good = route_server({p: (200, {"Content-Type": "text/html"}, body) for p in pages}, host="127.1.6.9")
+    bad = [site.server.url(host, "/") for host in (GOOD, WRONG_NAME, EXPIRED)]
+    out = tmp_path / "out"
+    run = run_cli_measured("crawl", *bad, good.url("/"), "--out", str(out), "--allow-net", "127.1.0.0/16",
+                           "--quiet", "--timeout", "10", timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.peak_rss < RSS_LIMIT, run.peak_rss
+    records = consistent_records(out)
+    for url in bad:
+        record = records[url]
+        assert record.state == UrlState.GONE and record.error_class == "tls", record
+        assert "robots.txt unreachable" in record.error_message and "curl error" in record.error_message
+    assert all(records[good.url(p)].state == UrlState.FETCHED for p in pages)
+    assert len(records) == len(bad) + len(pages)

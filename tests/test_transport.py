@@ -21,13 +21,14 @@ from harvestman.errors import (
     BlockedAddressError,
     ConnectFetchError,
     ContentError,
+    DnsFetchError,
     FetchError,
     ProtocolFetchError,
     TimeoutFetchError,
     TlsFetchError,
 )
 from harvestman.records import HttpRequest, HttpResponse
-from harvestman.transport import CurlTransport, MemoryTransport, TransportSettings, make_response
+from harvestman.transport import CurlTransport, MemoryTransport, TransportSettings, curl_error, make_response
 from tests.httpserver import RawServer, RouteServer, raw_response, read_request
 
 T = TypeVar("T")
@@ -187,6 +188,14 @@ def _conflicting_lengths(conn: socket.socket) -> None:
 def test_conflicting_content_lengths_rejected() -> None:
     with RawServer(_conflicting_lengths) as srv, pytest.raises(FetchError):
         run(get(srv.url()))
+
+
+def test_a_deadline_hit_while_resolving_is_a_dns_error() -> None:
+    # libcurl reports a name server that never answers as a timeout (28); the class must name DNS.
+    err = curl_error(28, "Resolving timed out after 1500 milliseconds")
+    assert isinstance(err, DnsFetchError) and err.error_class == "dns" and err.transient
+    assert isinstance(curl_error(28, "Operation timed out after 1500 milliseconds"), TimeoutFetchError)
+    assert isinstance(curl_error(6, "Could not resolve host: nx.test"), DnsFetchError)
 
 
 def test_guard_blocks_loopback_without_allow_list() -> None:

@@ -109,6 +109,10 @@ def curl_error(code: int, message: str) -> FetchError:
         # A malformed chunked body (reported as a receive error) or a bad Content-Length: the server's
         # framing, which the same server will get wrong again.
         return FramingFetchError(text)
+    if code in _TIMEOUT and lowered.startswith("resolving timed out"):
+        # The deadline passed while the name was still being looked up: a DNS failure (a server that
+        # never answers), not a slow web server. The class must say which one failed.
+        return DnsFetchError(text)
     if code in _TIMEOUT:
         return TimeoutFetchError(text)
     if code in _DNS:
