@@ -123,7 +123,7 @@ def _snapshot(root: Path, skip: Path) -> dict[str, str]:
 
 # Every name harvestman writes in an output folder; none of them comes from a URL or a header.
 _OUR_NAMES = re.compile(
-    r"crawl\.db|crawl\.db-wal|crawl\.db-shm|crawl\.db-journal|crawl\.db\.lock|events\.jsonl"
+    r"crawl\.db|crawl\.db-wal|crawl\.db-shm|crawl\.db-journal|crawl\.db\.lock|crawl\.db\.writer|events\.jsonl"
     r"|download\.log|export\.jsonl|warc|warc/harvestman(-w\d+)?-\d{20}-\d{5}-[0-9a-f]{8}\.warc\.gz"
 )
 
