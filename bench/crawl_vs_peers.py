@@ -22,7 +22,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.synthweb import generate_web, host_addresses
 from tests.nginx import NginxServer, free_port
+from tests.proctree import TreePeak
 
 SCRAPY_SPIDER = '''
 import scrapy
@@ -69,54 +69,22 @@ class Run:
         return 1000 * self.cpu / max(1, self.pages)
 
 
-def _tree_rss_kb(root_pid: int) -> int:
-    """Resident memory of `root_pid` and all its descendants, in KiB (from /proc)."""
-    children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as f:
-                fields = f.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        pid = int(entry)
-        children.setdefault(int(fields[1]), []).append(pid)  # fields[1]: the parent pid
-        rss[pid] = int(fields[21]) * (os.sysconf("SC_PAGE_SIZE") // 1024)  # fields[21]: rss pages
-    total, stack = 0, [root_pid]
-    while stack:
-        pid = stack.pop()
-        total += rss.get(pid, 0)
-        stack.extend(children.get(pid, []))
-    return total
-
-
 def measure(tool: str, cmd: list[str], server: NginxServer, cwd: Path) -> Run:
     """Run `cmd` to its end and return what it fetched and cost."""
     before_log = len(server.requests())
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    peak = [0]
-
-    def sample() -> None:
-        while proc.poll() is None:
-            peak[0] = max(peak[0], _tree_rss_kb(proc.pid))
-            time.sleep(0.02)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    _, stderr = proc.communicate()
-    wall = time.perf_counter() - started
-    sampler.join()
+    with TreePeak(proc.pid) as peak:
+        _, stderr = proc.communicate()
+        wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if proc.returncode != 0:
         print(f"{tool} exited with {proc.returncode}: {stderr.decode(errors='replace')[-800:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     served = [e for e in server.requests()[before_log:] if e.status == 200 and e.uri != "/robots.txt"]
     urls = frozenset(f"http://{e.server_addr}:{e.server_port}{e.uri}" for e in served)
-    return Run(tool, len(served), wall, cpu, peak[0] / 1024, urls)
+    return Run(tool, len(served), wall, cpu, peak.kib / 1024, urls)
 
 
 def main() -> None:

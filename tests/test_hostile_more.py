@@ -3,10 +3,10 @@
 Each test runs `harvestman crawl` as a child process beside a well-behaved host and checks the three
 things every row of RELIABILITY.md's "Hostile or broken servers" table asks for: the crawl as a whole
 goes on (the good host is fetched in full), the hostile URL ends in a recorded state with its reason,
-and memory stays bounded (the child's own peak RSS, from wait4). Covered here: slot release and
-other hosts' throughput beside slowloris hosts; TCP resets before and during a body; stale keep-alive
-connections; HTTP/2 GOAWAY; DNS NXDOMAIN / SERVFAIL / timeout through a private name server; every
-robots.txt failure mode in one crawl; robots.txt cached for at most a day.
+and memory stays bounded (the peak RSS summed over the crawler's processes). Covered here: slot
+release and other hosts' throughput beside slowloris hosts; TCP resets before and during a body;
+stale keep-alive connections; HTTP/2 GOAWAY; DNS NXDOMAIN / SERVFAIL / timeout through a private
+name server; every robots.txt failure mode in one crawl; robots.txt cached for at most a day.
 """
 
 from __future__ import annotations

@@ -1,0 +1,71 @@
+"""Memory of a process tree, read from /proc: for tests and benchmarks that run the crawler as a child.
+
+The crawler runs a parent and worker processes, so its memory is the sum over the tree, which no
+rusage gives (ru_maxrss is one process's peak). `TreePeak` samples that sum in a thread:
+
+    with TreePeak(proc.pid) as peak:
+        proc.wait()
+    print(peak.kib)
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from types import TracebackType
+
+SAMPLE_INTERVAL = 0.02  # seconds; a sample reads every /proc/<pid>/stat, about 1 ms of CPU
+
+
+def tree_rss_kb(root_pid: int) -> int:
+    """Resident memory of `root_pid` and all its descendants, in KiB (from /proc)."""
+    children: dict[int, list[int]] = {}
+    rss: dict[int, int] = {}
+    page_kib = os.sysconf("SC_PAGE_SIZE") // 1024
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as f:
+                # The command name may hold spaces and ')': the fields start after its last ')'.
+                fields = f.read().rsplit(b")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # exited between listdir and open
+        pid = int(entry)
+        children.setdefault(int(fields[1]), []).append(pid)  # fields[1]: the parent pid
+        rss[pid] = int(fields[21]) * page_kib  # fields[21]: rss in pages
+    total, stack = 0, [root_pid]
+    while stack:
+        pid = stack.pop()
+        total += rss.get(pid, 0)
+        stack.extend(children.get(pid, []))
+    return total
+
+
+class TreePeak:
+    """The largest `tree_rss_kb(pid)` seen while the context is open, sampled every `interval` seconds.
+
+    The thread never waits for the process, so the caller stays free to reap it however it likes.
+    """
+
+    def __init__(self, pid: int, interval: float = SAMPLE_INTERVAL) -> None:
+        self.pid = pid
+        self.interval = interval
+        self.kib = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"tree-rss-{pid}", daemon=True)
+
+    def _run(self) -> None:
+        while True:  # bounded by the owner, who sets _stop on exit
+            self.kib = max(self.kib, tree_rss_kb(self.pid))
+            if self._stop.wait(self.interval):
+                return
+
+    def __enter__(self) -> TreePeak:
+        self._thread.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._stop.set()
+        self._thread.join()
