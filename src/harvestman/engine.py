@@ -394,7 +394,7 @@ class Crawler:
             key = self._keys.key
             new_urls = [NewUrl(url, key(url, hosts[url]), depth, 0.0, leased.url) for url in fresh]
             if result.status:
-                run.warc.write(result, self._request_headers(headers), links)
+                run.warc.write(result, self._request_headers(headers), links, decision.outcome.signature)
             self._pending.append((decision.outcome, new_urls))
             crash_point("fetched-before-commit")  # crash tests: stored in the WARC, not yet committed
             self._account(decision, result, leased, run)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, replace
 
 from harvestman.config import CrawlConfig
+from harvestman.content import sha1_base32
 from harvestman.errors import RedirectRefusedError
 from harvestman.fetcher import is_transient
 from harvestman.politeness import parse_retry_after, retry_backoff
@@ -26,8 +26,11 @@ class Decision:
 
 
 def content_signature(body: bytes) -> str:
-    """A digest of the body, to notice unchanged and duplicate content (Nutch's signature)."""
-    return hashlib.blake2b(body, digest_size=16).hexdigest()
+    """A digest of the body, to notice unchanged and duplicate content (Nutch's signature).
+
+    The WARC payload digest: the engine hands it to the WARC writer, so a body is hashed once.
+    """
+    return sha1_base32(body)
 
 
 def decide(result: FetchResult, leased: LeasedUrl, now: float, cfg: CrawlConfig) -> Decision:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import http
 import os
 import re
@@ -18,6 +17,7 @@ from pathlib import Path
 from urllib.parse import quote, urlsplit
 
 from harvestman import faults
+from harvestman.content import sha1_base32
 from harvestman.errors import StorageError
 from harvestman.records import FetchResult, Headers
 
@@ -67,19 +67,7 @@ def _reason(status: int) -> str:
         return ""
 
 
-# Base32 of a 160-bit digest, ten bits (two letters) at a time: base64.b32encode is a Python loop
-# that cost ~8 µs a digest, four digests a fetch.
-_B32_PAIRS = [a + b for a in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567" for b in "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"]
-
-
-def _sha1(*parts: bytes) -> str:
-    h = hashlib.sha1()
-    for part in parts:
-        h.update(part)
-    n = int.from_bytes(h.digest(), "big")
-    return "sha1:" + "".join([_B32_PAIRS[(n >> shift) & 1023] for shift in range(150, -1, -10)])
-
-
+_sha1 = sha1_base32
 _EMPTY_SHA1 = _sha1()  # the payload digest of a GET's (empty) request body
 
 
@@ -178,7 +166,8 @@ class WarcWriter:
         ]
         return self._record(fields, (_WARCINFO,))
 
-    def _build(self, result: FetchResult, request_headers: Headers, outlinks: Sequence[str]) -> bytes:
+    def _build(self, result: FetchResult, request_headers: Headers, outlinks: Sequence[str],
+               payload_digest: str) -> bytes:
         uri = result.final_url or result.url
         response_id, request_id, metadata_id = _record_ids(3)
         # Fields every record of this fetch shares, after its type and id.
@@ -204,7 +193,7 @@ class WarcWriter:
                 common,
                 "WARC-Truncated: length\r\n" if result.truncated else "",
                 "Content-Type: application/http; msgtype=response\r\n",
-                f"WARC-Payload-Digest: {_sha1(body)}\r\n",
+                f"WARC-Payload-Digest: {payload_digest or _sha1(body)}\r\n",
                 f"WARC-Block-Digest: {_sha1(http_head, body)}\r\n",
             ]
             parts.append(self._record(fields, (http_head, body)))
@@ -253,9 +242,13 @@ class WarcWriter:
 
     # -- files -----------------------------------------------------------------------------------
 
-    def write(self, result: FetchResult, request_headers: Headers, outlinks: Sequence[str]) -> None:
-        """Append one fetch: response (when there was one), request and metadata records."""
-        data = self._build(result, request_headers, outlinks)
+    def write(self, result: FetchResult, request_headers: Headers, outlinks: Sequence[str],
+              payload_digest: str = "") -> None:
+        """Append one fetch: response (when there was one), request and metadata records.
+
+        `payload_digest`: the body's `sha1_base32`, when the caller has it already.
+        """
+        data = self._build(result, request_headers, outlinks, payload_digest)
         with self._lock:
             if self._fd >= 0 and self._records_in_file and self._size + len(data) > self.max_bytes:
                 self._finish()
