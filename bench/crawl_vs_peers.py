@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.synthweb import generate_web, host_addresses
-from tests.nginx import NginxServer, free_port
+from tests.nginx import LogEntry, NginxServer, free_port
 from tests.proctree import TreePeak
 
 SCRAPY_SPIDER = '''
@@ -59,6 +59,7 @@ class Run:
     cpu: float
     peak_rss_mb: float
     urls: frozenset[str]
+    max_per_host: int  # the most connections one host had open at once, from nginx's log
 
     @property
     def pages_per_s(self) -> float:
@@ -82,9 +83,30 @@ def measure(tool: str, cmd: list[str], server: NginxServer, cwd: Path) -> Run:
     if proc.returncode != 0:
         print(f"{tool} exited with {proc.returncode}: {stderr.decode(errors='replace')[-800:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    served = [e for e in server.requests()[before_log:] if e.status == 200 and e.uri != "/robots.txt"]
+    entries = server.requests()[before_log:]
+    served = [e for e in entries if e.status == 200 and e.uri != "/robots.txt"]
     urls = frozenset(f"http://{e.server_addr}:{e.server_port}{e.uri}" for e in served)
-    return Run(tool, len(served), wall, cpu, peak.kib / 1024, urls)
+    return Run(tool, len(served), wall, cpu, peak.kib / 1024, urls, _max_overlap(entries))
+
+
+def _max_overlap(entries: list[LogEntry]) -> int:
+    """The most connections one host had open at once, from nginx's log: a connection lives from
+    its first request's start to its last request's end (loopback requests take under the log's
+    millisecond, so requests themselves cannot show overlap; kept-alive connections can)."""
+    spans: dict[tuple[str, int], list[float]] = {}
+    for e in entries:
+        span = spans.setdefault((e.server_addr, e.connection), [e.start, e.msec])
+        span[0], span[1] = min(span[0], e.start), max(span[1], e.msec)
+    edges: dict[str, list[tuple[float, int]]] = {}
+    for (host, _), (start, end) in spans.items():
+        edges.setdefault(host, []).extend([(start, 1), (end, -1)])
+    most = 0
+    for host_edges in edges.values():
+        now = 0
+        for _, step in sorted(host_edges, key=lambda edge: (edge[0], -edge[1])):  # starts first
+            now += step
+            most = max(most, now)
+    return most
 
 
 def main() -> None:
@@ -145,7 +167,8 @@ def main() -> None:
                       f"fetched {covered:.1%} of the pages {tool} fetched")
         fetched_disallowed = mine.urls & spec.disallowed
         print(f"harvestman fetched {len(mine.urls & spec.reachable)}/{len(spec.reachable)} reachable "
-              f"pages, {len(fetched_disallowed)} disallowed")
+              f"pages, {len(fetched_disallowed)} disallowed; at most {mine.max_per_host} connections "
+              f"at once to one host")
 
 
 if __name__ == "__main__":
