@@ -11,8 +11,9 @@ from harvestman.config import CrawlConfig
 from harvestman.engine import Crawler
 from harvestman.errors import ConnectFetchError
 from harvestman.events import Event, EventKind
-from harvestman.records import HttpRequest, HttpResponse
+from harvestman.records import HttpRequest, HttpResponse, UrlState
 from harvestman.report import crawl_report
+from harvestman.sqlite_frontier import SqliteFrontier
 from harvestman.transport import MemoryTransport, Route, make_response
 
 SITE = "http://a.test"
@@ -248,3 +249,15 @@ def test_a_full_disk_stops_the_crawl_and_resume_fetches_the_rest(
     asyncio.run(Crawler(cfg.replace(resume=True), transport=MemoryTransport(table)).run())
     report = crawl_report(tmp_path / "out")
     assert report["states"]["unfetched"] == 0 and report["states"]["fetched"] == 11
+
+
+def test_a_host_stops_at_its_page_budget_and_the_rest_is_recorded(tmp_path: Path) -> None:
+    trap = {f"day{i}": html(f"/day{i + 1}", f"/day{i + 2}") for i in range(30)}
+    table = routes(index=html("/day0"), **trap)
+    transport, _, _ = crawl(tmp_path, table, max_pages_per_host=6)
+    assert len([p for p in fetched_paths(transport) if p != "/robots.txt"]) == 6
+    with SqliteFrontier.open_read_only(tmp_path / "out" / "crawl.db") as frontier:
+        over = [r for r in frontier.records() if r.error_class == "host_budget"]
+        assert over and all(r.state == UrlState.GONE for r in over)
+        assert "budget of 6 pages" in over[0].error_message
+        assert not frontier.counts()[UrlState.UNFETCHED]  # nothing left waiting: the crawl ended

@@ -40,6 +40,10 @@ def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
     if follow:
         parser.add_argument("--max-pages", type=int, help="stop after N pages (default: no limit)")
         parser.add_argument(
+            "--max-pages-per-host", type=int, metavar="N",
+            help="fetch at most N pages of one host in a run (default 100000; 0: no budget)",
+        )
+        parser.add_argument(
             "--max-depth", type=int, help="follow links at most D hops from a seed (default 25)"
         )
         parser.add_argument(

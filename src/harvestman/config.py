@@ -38,6 +38,7 @@ class CrawlConfig:
     seeds: tuple[str, ...] = ()
     out_dir: Path = Path("harvestman-out")
     max_pages: int = 0  # 0: no limit
+    max_pages_per_host: int = 100_000  # a host's page budget in one run (a spider trap's end); 0: none
     max_depth: int = 25
     scope: str = "host"
     include: tuple[str, ...] = ()
@@ -86,6 +87,7 @@ def _validate(cfg: CrawlConfig) -> None:
             raise ConfigError(f"{name} must be {'>= 0' if allow_zero else '> 0'}, got {value!r}")
 
     positive("max_pages", cfg.max_pages, allow_zero=True)
+    positive("max_pages_per_host", cfg.max_pages_per_host, allow_zero=True)
     positive("max_depth", cfg.max_depth, allow_zero=True)
     positive("concurrency", cfg.concurrency)
     if cfg.workers < 0 or cfg.workers > 256:

@@ -119,6 +119,9 @@ class Crawler:
         # commit). Most outlinks are known; skipping them here saves their insert attempt. The
         # database stays the seen check: forgetting (the set is cleared when full) costs only time.
         self._known: set[str] = set()
+        # Pages started per host (politeness key) in this run, for the page budget; a host is
+        # leased by one process only, so each worker counts its own hosts completely.
+        self._host_pages: dict[str, int] = {}
 
     # ----- faces -----------------------------------------------------------------------------
 
@@ -357,6 +360,14 @@ class Crawler:
         host = leased.host
         self.stats.busy_hosts.add(host)
         try:
+            budget = cfg.max_pages_per_host
+            if budget:
+                started = self._host_pages.get(host, 0)
+                if started >= budget:
+                    self._finish_refused(leased, "host_budget",
+                                         f"host reached its budget of {budget} pages", run.journal)
+                    return
+                self._host_pages[host] = started + 1
             verdict = await run.robots.check(leased.url)
             if verdict.deferred_until:
                 # robots.txt answered 429: hand the URL back untouched and let the host rest.
