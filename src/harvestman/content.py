@@ -247,7 +247,9 @@ class BodyDecoder:
                 for stage in self._stages:
                     stage.check_complete()
         self._done = True
-        return b"".join(self._parts)
+        body = b"".join(self._parts)
+        self._parts = []  # dropped at once: a body near the cap must not be held twice
+        return body
 
 
 # --- charsets -------------------------------------------------------------------------------
