@@ -17,29 +17,44 @@ from types import TracebackType
 SAMPLE_INTERVAL = 0.02  # seconds; a sample reads every /proc/<pid>/stat, about 1 ms of CPU
 
 
-def tree_rss_kb(root_pid: int) -> int:
-    """Resident memory of `root_pid` and all its descendants, in KiB (from /proc)."""
-    children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    page_kib = os.sysconf("SC_PAGE_SIZE") // 1024
+def _stats() -> dict[int, list[bytes]]:
+    """Each process's /proc/<pid>/stat fields after the command name, by pid."""
+    stats: dict[int, list[bytes]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
             with open(f"/proc/{entry}/stat", "rb") as f:
                 # The command name may hold spaces and ')': the fields start after its last ')'.
-                fields = f.read().rsplit(b")", 1)[1].split()
+                stats[int(entry)] = f.read().rsplit(b")", 1)[1].split()
         except (OSError, IndexError):
             continue  # exited between listdir and open
-        pid = int(entry)
+    return stats
+
+
+def _tree(root_pid: int, stats: dict[int, list[bytes]]) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for pid, fields in stats.items():
         children.setdefault(int(fields[1]), []).append(pid)  # fields[1]: the parent pid
-        rss[pid] = int(fields[21]) * page_kib  # fields[21]: rss in pages
-    total, stack = 0, [root_pid]
-    while stack:
+    tree, stack = [], [root_pid]
+    while stack:  # bounded: a pid has one parent, so each is visited once
         pid = stack.pop()
-        total += rss.get(pid, 0)
+        tree.append(pid)
         stack.extend(children.get(pid, []))
-    return total
+    return tree
+
+
+def process_tree(root_pid: int) -> list[int]:
+    """`root_pid` and every process descended from it, from one pass over /proc."""
+    return _tree(root_pid, _stats())
+
+
+def tree_rss_kb(root_pid: int) -> int:
+    """Resident memory of `root_pid` and all its descendants, in KiB (from /proc)."""
+    stats = _stats()
+    page_kib = os.sysconf("SC_PAGE_SIZE") // 1024
+    # fields[21]: rss in pages
+    return sum(int(stats[pid][21]) * page_kib for pid in _tree(root_pid, stats) if pid in stats)
 
 
 class TreePeak:

@@ -253,7 +253,7 @@ def test_a_full_disk_stops_the_crawl_and_resume_fetches_the_rest(
 
 def test_a_host_stops_at_its_page_budget_and_the_rest_is_recorded(tmp_path: Path) -> None:
     trap = {f"day{i}": html(f"/day{i + 1}", f"/day{i + 2}") for i in range(30)}
-    table = routes(index=html("/day0"), **trap)
+    table = routes(index=html("/private/a", "/day0"), **trap)  # a refused URL uses no budget
     transport, _, _ = crawl(tmp_path, table, max_pages_per_host=6)
     assert len([p for p in fetched_paths(transport) if p != "/robots.txt"]) == 6
     with SqliteFrontier.open_read_only(tmp_path / "out" / "crawl.db") as frontier:

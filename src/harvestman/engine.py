@@ -360,14 +360,6 @@ class Crawler:
         host = leased.host
         self.stats.busy_hosts.add(host)
         try:
-            budget = cfg.max_pages_per_host
-            if budget:
-                started = self._host_pages.get(host, 0)
-                if started >= budget:
-                    self._finish_refused(leased, "host_budget",
-                                         f"host reached its budget of {budget} pages", run.journal)
-                    return
-                self._host_pages[host] = started + 1
             verdict = await run.robots.check(leased.url)
             if verdict.deferred_until:
                 # robots.txt answered 429: hand the URL back untouched and let the host rest.
@@ -382,6 +374,14 @@ class Crawler:
             if not verdict.allowed:
                 self._finish_refused(leased, "robots", "disallowed by robots.txt", run.journal)
                 return
+            budget = cfg.max_pages_per_host
+            if budget and leased.retries == 0:  # a page counts once: at its first allowed attempt
+                started = self._host_pages.get(host, 0)
+                if started >= budget:
+                    self._finish_refused(leased, "host_budget",
+                                         f"host reached its budget of {budget} pages", run.journal)
+                    return
+                self._host_pages[host] = started + 1
             delay = cfg.delay
             if verdict.crawl_delay is not None:
                 delay = max(cfg.delay, min(verdict.crawl_delay, cfg.crawl_delay_cap))
