@@ -1,13 +1,32 @@
-"""Time the SQLite frontier's seen-check and insert as outlinks arrive, and one lease / complete round.
+"""Grow the SQLite frontier to 10^7 URLs as discovered outlinks arrive; print URLs/s and RSS on the way.
 
-    python bench/frontier_add.py [--known 200000] [--hosts 20000] [--adds 100000] [--batch 500]
+    python bench/frontier_add.py [--total 10000000] [--hosts 10000] [--batch 1000] [--known-share 0.9]
+                                 [--spread] [--dir /tmp] [--pragma NAME=VALUE ...]
 
-Builds a SqliteFrontier in a temporary directory holding `--known` URLs over `--hosts` hosts (added
-in batches of 1000), then times `--adds` URLs passed to add() in batches of `--batch`, 90% of them
-already known (the seen-check) and 10% new (the insert). Then times lease(100) and complete() of a
-batch of 30 outcomes carrying 750 outlinks (once with 90% of them known, once all new), as a worker
-reports back. Prints URLs/s, milliseconds per call (median of several) and the process RSS (VmRSS).
-Run with harvestman installed (the project's venv active).
+Opens a SqliteFrontier on a new file in a temporary directory under `--dir`, adds the home page of
+each of `--hosts` hosts, then calls add() with batches of `--batch` discovered outlinks until the
+frontier knows `--total` URLs. A batch is the outlinks of pages of 25 links each, as complete()
+passes them on: each page is a known URL of a random host; `--known-share` of its links are URLs
+the frontier already knows and the rest are new; 80% of the links stay on the page's host, 20% go
+to a random host. A known link is one of the host's first 20 URLs (its navigation) 30% of the time,
+else any of its URLs. With --spread every link goes to a random host instead (no locality at all:
+the worst case). URLs look like http://host-1234.example/news/2011/city-report?id=5678, ~60
+characters; each carries its parent page's URL, as the engine's do.
+
+At 10^6, 2·10^6, 5·10^6 and 10^7 known URLs (those up to --total) it prints:
+  offered/s  URLs passed to add() per second of add() calls since the last mark (wall clock),
+  new/s      of which new (inserted),
+  last 10^6  offered/s over the last ~10^6 URLs offered before the mark,
+  cpu/s      offered per second of this process's CPU time (steadier than the wall clock on a
+             shared machine),
+  p50/p99/max  milliseconds per add() call since the last mark,
+  RSS/peak   this process's VmRSS and VmHWM, split into anonymous (Python, SQLite's page cache)
+             and file-backed (libraries, pages of the database mapped by mmap_size),
+  DB/WAL     the sizes of the database file and its write-ahead log.
+Only add() is timed: making the URLs is not. The generator keeps 4 bytes per host, nothing per URL,
+so the RSS is the frontier's. --pragma runs a PRAGMA on the frontier's connection after opening,
+for trying settings without editing the code (page_size cannot be changed this way). Run with
+harvestman installed (the project's venv active).
 """
 
 from __future__ import annotations
@@ -18,134 +37,155 @@ import statistics
 import tempfile
 import time
 from array import array
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from harvestman.records import FetchOutcome, NewUrl, UrlState
+from harvestman.records import NewUrl
 from harvestman.sqlite_frontier import SqliteFrontier
 
+LINKS_PER_PAGE = 25
+INTERNAL = 0.8  # share of a page's links on its own host
+NAV_LINKS = 20  # a host's first URLs: its navigation, linked from all its pages
+NAV_SHARE = 0.3  # share of known links that go to a navigation URL
+SECTIONS = ("news", "blog", "products", "docs", "forum/thread", "tags", "category/books", "events")
+WORDS = (
+    "city", "report", "market", "update", "guide", "review", "local", "world", "sport", "music", "travel",
+    "food", "health", "science", "money", "style", "photo", "video", "story", "notes", "archive", "weekly",
+    "daily", "open", "special",
+)
+MARKS = (1_000_000, 2_000_000, 5_000_000, 10_000_000)
+WINDOW = 1_000_000  # URLs offered in the "last 10^6" rate
 
-def rss_mb(field: str = "VmRSS") -> float:
-    """A memory figure of this process from /proc/self/status (VmRSS: resident set size), in MB."""
+
+def proc_mb(field: str) -> float:
+    """A memory figure of this process from /proc/self/status (VmRSS, VmHWM, RssAnon, RssFile), in MB."""
     for line in Path("/proc/self/status").read_text().splitlines():
         if line.startswith(field + ":"):
             return int(line.split()[1]) / 1024
     return 0.0
 
 
-def host_name(i: int) -> str:
-    """The name of synthetic host `i`."""
-    return f"www.site{i}.example"
-
-
-def new_url(host: int, serial: int, parent: str = "") -> NewUrl:
-    """A synthetic URL of a typical length on host `host`."""
-    name = host_name(host)
-    return NewUrl(f"https://{name}/articles/2024/{serial:08d}/some-page-title.html", name, 1, 0.0, parent)
-
-
-class Urls:
-    """Makes fresh URLs over the hosts and draws known ones again (4 bytes kept per URL made)."""
+class Web:
+    """A synthetic web: how many URLs each host has so far (4 bytes a host), and the URL of each."""
 
     def __init__(self, hosts: int, rng: random.Random) -> None:
-        self.hosts = hosts
         self.rng = rng
-        # The host of every URL made, by serial: a list of NewUrl would weigh more than the frontier's
-        # own memory, which is what the RSS figure is for.
-        self.host_of: array[int] = array("I")
+        self.count: array[int] = array("I", [0]) * hosts
+        self.prefix = [f"http://host-{h}.example/" for h in range(hosts)]
+        # 4096 path shapes, picked by a mix of (host, serial): neighbouring serials land far apart
+        # in the URL index, as real URLs of one site do.
+        self.paths = [
+            f"{SECTIONS[i % 8]}/{2000 + (i >> 3) % 25}/{WORDS[(i >> 5) % 25]}-{WORDS[(i >> 7) % 25]}?id="
+            for i in range(4096)
+        ]
 
-    def fresh(self, n: int) -> list[NewUrl]:
-        """`n` URLs never made before, on random hosts."""
-        start = len(self.host_of)
-        hosts = [self.rng.randrange(self.hosts) for _ in range(n)]
-        self.host_of.extend(hosts)
-        return [new_url(host, start + i) for i, host in enumerate(hosts)]
+    def url(self, host: int, serial: int) -> str:
+        """The URL number `serial` of `host`."""
+        mix = (serial * 2654435761 + host * 40503) >> 7
+        return f"{self.prefix[host]}{self.paths[mix & 4095]}{serial}"
 
-    def mixed(self, n: int, known_share: float) -> list[NewUrl]:
-        """`n` URLs in random order, `known_share` of them already made (known to the frontier)."""
-        known = round(n * known_share)
-        serials = [self.rng.randrange(len(self.host_of)) for _ in range(known)]
-        urls = [new_url(self.host_of[s], s) for s in serials] + self.fresh(n - known)
-        self.rng.shuffle(urls)
-        return urls
-
-
-def median_ms(calls: Callable[[], object], times: int) -> float:
-    """Median milliseconds of `times` calls."""
-    spent = []
-    for _ in range(times):
-        started = time.perf_counter()
-        calls()
-        spent.append(time.perf_counter() - started)
-    return statistics.median(spent) * 1000
+    def batch(self, size: int, known_share: float, spread: bool) -> tuple[list[NewUrl], int]:
+        """`size` outlinks of fresh pages, `known_share` of them known; returns them and how many are new."""
+        rng = self.rng
+        random_ = rng.random
+        count = self.count
+        hosts = len(count)
+        new = round(size * (1 - known_share))
+        out: list[NewUrl] = []
+        fresh: list[int] = []  # hosts given a new URL: counted after the batch, so a known link
+        # never points at a URL first made in this same batch
+        made = 0
+        for start in range(0, size, LINKS_PER_PAGE):
+            page_host = int(random_() * hosts)
+            page_serial = int(random_() * count[page_host])
+            parent = self.url(page_host, page_serial)
+            depth = 1 + page_serial % 7
+            for i in range(start, min(start + LINKS_PER_PAGE, size)):
+                host = page_host if not spread and random_() < INTERNAL else int(random_() * hosts)
+                if (i + 1) * new // size > made:  # new links spread evenly over the batch
+                    serial = count[host] + fresh.count(host)
+                    fresh.append(host)
+                    made += 1
+                else:
+                    n = count[host]
+                    r = random_()
+                    if not spread and r < NAV_SHARE:
+                        serial = int(r / NAV_SHARE * min(n, NAV_LINKS))
+                    else:
+                        serial = int(random_() * n)
+                out.append(NewUrl(self.url(host, serial), self.prefix[host][7:-1], depth, 0.0, parent))
+        for host in fresh:
+            count[host] += 1
+        return out, made
 
 
 def main() -> None:
-    """Parse options, fill the frontier, time add(), lease() and complete(), print the figures."""
+    """Parse options, grow the frontier, print the figures at each mark."""
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--known", type=int, default=200_000, help="URLs in the frontier before timing")
-    parser.add_argument("--hosts", type=int, default=20_000)
-    parser.add_argument("--adds", type=int, default=100_000, help="URLs passed to add() while timed")
-    parser.add_argument("--batch", type=int, default=500, help="URLs per add() call")
-    parser.add_argument("--rounds", type=int, default=20, help="lease / complete calls timed")
+    parser.add_argument("--total", type=float, default=1e7, help="known URLs to grow the frontier to")
+    parser.add_argument("--hosts", type=int, default=10_000)
+    parser.add_argument("--batch", type=int, default=1000, help="URLs per add() call")
+    parser.add_argument("--known-share", type=float, default=0.9, help="share of each batch already known")
+    parser.add_argument("--spread", action="store_true", help="links to random hosts only (no locality)")
+    parser.add_argument("--dir", default=tempfile.gettempdir(), help="where the database file goes")
+    parser.add_argument("--pragma", action="append", default=[], metavar="NAME=VALUE")
+    parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
-    rng = random.Random(7)
-    urls = Urls(args.hosts, rng)
-    print(f"RSS before opening the frontier: {rss_mb():.0f} MB")
-    with tempfile.TemporaryDirectory(prefix="harvestman-frontier-bench-") as tmp:
-        frontier = SqliteFrontier(Path(tmp) / "crawl.db", host_of=lambda url: url.split("/")[2])
-        with frontier:
+    total = int(args.total)
+    marks = [m for m in MARKS if m < total] + [total]
+    if total < MARKS[0]:
+        marks = [total // 10, total // 2, total]
+    web = Web(args.hosts, random.Random(args.seed))
+    print(f"{total:,} URLs over {args.hosts:,} hosts, batches of {args.batch}, {args.known_share:.0%} known"
+          f"{' (spread)' if args.spread else ''}; RSS before opening {proc_mb('VmRSS'):.0f} MB")
+    with tempfile.TemporaryDirectory(prefix="harvestman-frontier-bench-", dir=args.dir) as tmp:
+        path = Path(tmp) / "crawl.db"
+        with SqliteFrontier(path, host_of=lambda url: url.split("/")[2]) as frontier:
+            for pragma in args.pragma:
+                frontier._db.execute(f"PRAGMA {pragma}")
+            homes = [NewUrl(web.url(h, 0), web.prefix[h][7:-1], 0, 1.0) for h in range(args.hosts)]
+            for i in range(0, len(homes), args.batch):
+                frontier.add(homes[i : i + args.batch])
+            web.count = array("I", [1]) * args.hosts
+            known = args.hosts
             started = time.perf_counter()
-            for done in range(0, args.known, 1000):
-                frontier.add(urls.fresh(min(1000, args.known - done)))
-            fill = time.perf_counter() - started
-            print(f"filled: {args.known:,} URLs over {args.hosts:,} hosts in {fill:.1f} s "
-                  f"({args.known / fill:,.0f} URLs/s, batches of 1000); RSS {rss_mb():.0f} MB")
-
-            batches = [urls.mixed(args.batch, 0.9) for _ in range(args.adds // args.batch)]
-            total = sum(map(len, batches))
-            started = time.perf_counter()
-            added = sum(frontier.add(batch) for batch in batches)
-            spent = time.perf_counter() - started
-            print(f"add(): {total:,} URLs in batches of {args.batch}, 90% known: {spent:.2f} s, "
-                  f"{total / spent:,.0f} URLs/s ({added:,} new)")
-
-            now = time.time()
-            leased = []
-
-            def lease() -> None:
-                leased.extend(frontier.lease(100, now))
-
-            lease_ms = median_ms(lease, args.rounds)
-            print(f"lease(100): {lease_ms:.2f} ms median over {args.rounds} calls "
-                  f"({len(leased):,} URLs leased)")
-            for share in (0.9, 0.0):
-                # Built before timing: only the frontier's work is measured.
-                reports = []
-                for _ in range(min(args.rounds, len(leased) // 60)):
-                    batch, leased[:] = leased[:30], leased[30:]
-                    outcomes = [
-                        FetchOutcome(u.url, UrlState.FETCHED, now, now + 86_400, 200,
-                                     content_type="text/html", body_size=20_000, wire_bytes=6_000)
-                        for u in batch
-                    ]
-                    reports.append((outcomes, urls.mixed(750, share)))
-                pending = iter(reports)
-
-                def complete(pending: Iterator[tuple[list[FetchOutcome], list[NewUrl]]] = pending) -> None:
-                    outcomes, outlinks = next(pending)
-                    frontier.complete(outcomes, now, outlinks)
-
-                complete_ms = median_ms(complete, len(reports))
-                print(f"complete(): 30 outcomes + 750 outlinks ({share:.0%} known): "
-                      f"{complete_ms:.2f} ms median over {len(reports)} calls")
-            # Counts the pages of the database file mapped (mmap_size) and cached (cache_size) so far.
-            size = sum(f.stat().st_size for f in Path(tmp).iterdir()) / 1e6
-            print(f"RSS at the end: {rss_mb():.0f} MB: {rss_mb('RssAnon'):.0f} MB anonymous (Python, SQLite's"
-                  f" page cache), {rss_mb('RssFile'):.0f} MB file-backed (libraries, the mapped database);"
-                  f" database + WAL files {size:.0f} MB")
+            print(f"{'known':>10} {'offered/s':>9} {'new/s':>7} {'last 10^6':>9} {'cpu/s':>7} "
+                  f"{'p50':>5} {'p99':>5} {'max':>5}  {'RSS':>5} {'peak':>5} {'anon':>5} {'file':>5}  "
+                  f"{'DB':>6} {'WAL':>4}  {'elapsed':>7}", flush=True)
+            results: dict[int, tuple[float, float]] = {}
+            for mark in marks:
+                spent: array[float] = array("d")
+                offered = added = 0
+                cpu = 0.0
+                while known < mark:
+                    urls, new = web.batch(args.batch, args.known_share, args.spread)
+                    t0, c0 = time.perf_counter(), time.process_time()
+                    got = frontier.add(urls)
+                    spent.append(time.perf_counter() - t0)
+                    cpu += time.process_time() - c0
+                    if got != new:
+                        raise SystemExit(f"add() returned {got} new URLs, {new} were new")
+                    offered += len(urls)
+                    added += got
+                    known += got
+                wall = sum(spent)
+                last = spent[-max(1, WINDOW // args.batch) :]
+                ms = sorted(x * 1000 for x in spent)
+                rss = proc_mb("VmRSS")
+                results[mark] = (offered / wall, rss)
+                print(f"{known:>10,} {offered / wall:>9,.0f} {added / wall:>7,.0f} "
+                      f"{len(last) * args.batch / sum(last):>9,.0f} {offered / cpu:>7,.0f} "
+                      f"{statistics.median(ms):>5.1f} {ms[int(len(ms) * 0.99)]:>5.1f} {ms[-1]:>5.0f}  "
+                      f"{rss:>5.0f} {proc_mb('VmHWM'):>5.0f} {proc_mb('RssAnon'):>5.0f} "
+                      f"{proc_mb('RssFile'):>5.0f}  {path.stat().st_size / 1e6:>6.0f} "
+                      f"{Path(f'{path}-wal').stat().st_size / 1e6:>4.0f}  "
+                      f"{time.perf_counter() - started:>6.0f}s", flush=True)
+    top = max(results)
+    rate, rss = results[top]
+    print(f"at {top:,}: {rate:,.0f} offered URLs/s (target >= 100,000), RSS {rss:.0f} MB (target <= 1024)")
+    if MARKS[0] in results and top > MARKS[0]:
+        print(f"RSS growth from {MARKS[0]:,} to {top:,}: {rss - results[MARKS[0]][1]:.0f} MB (target <= 300)")
 
 
 if __name__ == "__main__":
