@@ -8,7 +8,7 @@ import json
 import signal
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +165,22 @@ def read_url_file(path: Path) -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
 
 
+class _StopOnSignal:
+    """Ctrl-C or SIGTERM: the first lets fetches in flight finish, a second abandons them (resumable)."""
+
+    def __init__(self, stop: Callable[..., None], quiet: bool) -> None:
+        self._stop = stop
+        self._quiet = quiet
+        self._signals = 0
+
+    def __call__(self) -> None:
+        self._signals += 1
+        self._stop(abandon=self._signals > 1)
+        if self._signals == 1 and not self._quiet:
+            print("harvestman: stopping after the fetches in flight (Ctrl-C again to abandon them)",
+                  file=sys.stderr)
+
+
 def run_crawl(cfg: CrawlConfig) -> int:
     """Run one crawl with a progress display and a summary; Ctrl-C stops it cleanly."""
     workers = worker_count(cfg)
@@ -172,17 +188,7 @@ def run_crawl(cfg: CrawlConfig) -> int:
         return _run_with_workers(cfg, workers)
     crawler = Crawler(cfg)
     display = None if cfg.quiet or cfg.log_json else ProgressDisplay(crawler.stats)
-
-    signals = 0
-
-    def on_signal() -> None:
-        # The first Ctrl-C lets fetches in flight finish; a second one abandons them (resumable).
-        nonlocal signals
-        signals += 1
-        crawler.stop(abandon=signals > 1)
-        if signals == 1 and not cfg.quiet:
-            print("harvestman: stopping after the fetches in flight (Ctrl-C again to abandon them)",
-                  file=sys.stderr)
+    on_signal = _StopOnSignal(crawler.stop, cfg.quiet)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -204,17 +210,9 @@ def _run_with_workers(cfg: CrawlConfig, count: int) -> int:
     """`run_crawl` over several worker processes; the parent relays Ctrl-C and shows the progress."""
     stats = CrawlStats()
     pool = WorkerPool(cfg, count, stats)
-    signals = 0
-
-    def on_signal(signum: int, frame: object) -> None:
-        nonlocal signals
-        signals += 1
-        pool.stop(abandon=signals > 1)
-        if signals == 1 and not cfg.quiet:
-            print("harvestman: stopping after the fetches in flight (Ctrl-C again to abandon them)",
-                  file=sys.stderr)
-
-    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    on_signal = _StopOnSignal(pool.stop, cfg.quiet)
+    previous = {sig: signal.signal(sig, lambda _sig, _frame: on_signal())
+                for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         if cfg.quiet or cfg.log_json:
             pool.run()

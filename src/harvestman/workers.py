@@ -117,13 +117,11 @@ class WorkerPool:
         self.cfg = cfg
         self.count = count
         self.stats = stats
-        self._signals = 0
         self._procs: list[BaseProcess] = []
 
     def stop(self, *, abandon: bool = False) -> None:
         """Relay a stop to the workers: finish the fetches in flight, or (`abandon`) drop them."""
-        self._signals += 1
-        sig = signal.SIGUSR1 if abandon or self._signals > 1 else signal.SIGTERM
+        sig = signal.SIGUSR1 if abandon else signal.SIGTERM
         for proc in self._procs:
             if proc.pid is not None and proc.is_alive():
                 with contextlib.suppress(ProcessLookupError):
