@@ -245,9 +245,10 @@ def test_log_json_prints_one_event_per_line(web: Web, tmp_path: Path) -> None:
     fetched = {e["url"] for e in events if e["kind"] == "fetched"}
     assert fetched == {web.chain_url(p) for p in CHAIN_LINKS}
     assert all(e["status"] == 200 and e["bytes"] > 0 for e in events if e["kind"] == "fetched")
-    # The same events went to events.jsonl.
-    stored = [json.loads(line) for line in (tmp_path / "out" / "events.jsonl").read_text().splitlines()]
-    assert [e["kind"] for e in stored] == kinds
+    # The same events went to events.jsonl: worker processes append theirs a batch at a time, so the
+    # two interleave differently.
+    stored = [line for line in (tmp_path / "out" / "events.jsonl").read_text().splitlines()]
+    assert sorted(stored) == sorted(done.stdout.splitlines())
 
 
 def test_demo_crawls_three_hosts_and_skips_private_pages(tmp_path: Path) -> None:

@@ -89,6 +89,7 @@ class Download:
             if journal is not None:
                 ok = not result.error and result.server_success
                 journal.download(url, ok, result.error_message or f"HTTP {result.status}")
+                journal.flush()  # the log is a list download's only record of each URL
             await done.put(result)
 
         # A bounded window of tasks, refilled as results come: memory follows the concurrency, not

@@ -201,7 +201,7 @@ class Crawler:
                 warc.close()
         finally:
             try:
-                self._flush(frontier)
+                self._flush(frontier, journal)
                 self._emit(
                     Event(
                         EventKind.CRAWL_FINISHED,
@@ -306,7 +306,7 @@ class Crawler:
 
         sampled_at = 0.0
         while True:
-            self._flush(frontier)
+            self._flush(frontier, run.journal)
             if self._abandon:
                 for task in tasks:
                     task.cancel()
@@ -345,14 +345,15 @@ class Crawler:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=wait)
 
-    def _flush(self, frontier: Frontier) -> None:
-        """Commit finished fetches together with their outlinks, in one transaction."""
+    def _flush(self, frontier: Frontier, journal: RunJournal) -> None:
+        """Commit finished fetches together with their outlinks, in one transaction; then their log lines."""
         if not self._pending:
             return
         batch, self._pending = self._pending, []
         outcomes = [outcome for outcome, _ in batch]
         new_urls = [url for _, urls in batch for url in urls]
         frontier.complete(outcomes, time.time(), new_urls)
+        journal.flush()
 
     async def _process(self, leased: LeasedUrl, run: _Run) -> None:
         """Fetch one leased URL and queue its outcome; never raises (a failure is recorded on the URL)."""

@@ -3,45 +3,95 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import TextIO
 
+from harvestman.errors import StorageError
 from harvestman.events import Event
+
+MAX_BUFFERED_LINES = 512  # a flush at least this often, whoever forgets to call flush()
+
+
+class _AppendLog:
+    """Lines gathered in memory and appended with one write() each flush.
+
+    One write per batch instead of a line-buffered file's write per line: a crawl writes two lines a
+    page, and the engine flushes at each database commit, so the logs never lag what is committed by
+    more than the batch in hand. A single O_APPEND write lands whole, so worker processes sharing a log
+    never split each other's lines.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        except OSError as exc:
+            raise StorageError(f"cannot open {path}: {exc.strerror}") from None
+        self._lines: list[str] = []
+
+    def add(self, line: str) -> None:
+        self._lines.append(line)
+        if len(self._lines) >= MAX_BUFFERED_LINES:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._lines:
+            return
+        data = "".join(self._lines).encode("utf-8", "backslashreplace")
+        self._lines = []
+        view = memoryview(data)
+        try:
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError as exc:
+            raise StorageError(f"cannot write {self.path}: {exc.strerror}") from None
+
+    def close(self) -> None:
+        try:
+            self.flush()
+        finally:
+            os.close(self._fd)
 
 
 class RunJournal:
     """Appends events and per-URL outcomes to the output folder; both files survive resumes."""
 
     def __init__(self, out_dir: Path, json_stream: TextIO | None = None, *, events: bool = True) -> None:
-        # A list download keeps only download.log; a crawl keeps both. Line-buffered appends: each
-        # line is one write to a file opened O_APPEND, so worker processes never split a line.
-        self._events = (
-            open(out_dir / "events.jsonl", "a", encoding="utf-8", buffering=1) if events else None  # noqa: SIM115
-        )
-        self._downloads = open(out_dir / "download.log", "a", encoding="utf-8", buffering=1)  # noqa: SIM115
+        # A list download keeps only download.log; a crawl keeps both.
+        self._events = _AppendLog(out_dir / "events.jsonl") if events else None
+        self._downloads = _AppendLog(out_dir / "download.log")
         self._json_stream = json_stream
 
     def event(self, event: Event) -> None:
         """Record one event (and echo it as a JSON line when --log-json asked for it)."""
-        line = json.dumps(event.to_json(), ensure_ascii=False)
+        line = json.dumps(event.to_json(), ensure_ascii=False) + "\n"
         if self._events is not None:
-            self._events.write(line + "\n")
+            self._events.add(line)
         if self._json_stream is not None:
             # Flushed line by line: worker processes share the stream, and a line must reach it whole.
-            self._json_stream.write(line + "\n")
+            self._json_stream.write(line)
             self._json_stream.flush()
 
     def download(self, url: str, ok: bool, reason: str = "") -> None:
         """One line in the seed's format: `URL|Success` or `URL|FAILED|reason`."""
         if ok:
-            self._downloads.write(f"{url}|Success\n")
+            self._downloads.add(f"{url}|Success\n")
         else:
             # A reason must stay on one line, or the log stops being one line per URL.
             clean = " ".join(reason.split()) or "unknown error"
-            self._downloads.write(f"{url}|FAILED|{clean}\n")
+            self._downloads.add(f"{url}|FAILED|{clean}\n")
+
+    def flush(self) -> None:
+        """Write out the lines gathered so far."""
+        if self._events is not None:
+            self._events.flush()
+        self._downloads.flush()
 
     def close(self) -> None:
         """Flush and close both files."""
-        if self._events is not None:
-            self._events.close()
-        self._downloads.close()
+        try:
+            if self._events is not None:
+                self._events.close()
+        finally:
+            self._downloads.close()
