@@ -18,7 +18,7 @@ from harvestman.engine import Crawler, CrawlStats
 from harvestman.errors import ConfigError, HarvestmanError
 from harvestman.progress import ProgressDisplay, print_summary
 from harvestman.report import crawl_report, export_records
-from harvestman.workers import WorkerPool, collect_garbage_less, worker_count
+from harvestman.workers import WorkerPool, tune_for_crawling, worker_count
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -186,7 +186,7 @@ def run_crawl(cfg: CrawlConfig) -> int:
     workers = worker_count(cfg)
     if workers > 1:
         return _run_with_workers(cfg, workers)
-    collect_garbage_less()
+    tune_for_crawling()
     crawler = Crawler(cfg)
     display = None if cfg.quiet or cfg.log_json else ProgressDisplay(crawler.stats)
     on_signal = _StopOnSignal(crawler.stop, cfg.quiet)
