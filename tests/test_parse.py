@@ -88,6 +88,35 @@ def test_base_href() -> None:
     assert [link.url for link in parse_html(html, PAGE).links] == ["http://example.com/dir/x"]
 
 
+def test_base_and_title_found_anywhere_in_one_pass() -> None:
+    # <base> and <title> come from the same query as the links: a late <base> still applies to
+    # the links before it, and the first <title> (even one inside <svg>) is the title.
+    html = ('<a href="x">x</a><svg><title>Drawing</title></svg><title>Page</title>'
+            '<base href="http://cdn.example.net/root/"><a href="y" rel="NoFollow">y</a>')
+    page = parse_html(html, PAGE, with_text=False)
+    assert page.base_url == "http://cdn.example.net/root/"
+    assert [(link.url, link.nofollow) for link in page.links] == [
+        ("http://cdn.example.net/root/x", False), ("http://cdn.example.net/root/y", True)]
+    assert page.title == "Drawing"
+    with_text = parse_html(html, PAGE)
+    assert [(link.url, link.nofollow) for link in with_text.links] == [
+        (link.url, link.nofollow) for link in page.links]
+    assert (with_text.title, with_text.base_url) == (page.title, page.base_url)
+    assert parse_html("<title> A \n b </title>", PAGE).title == "A b"
+
+
+def test_rel_tokens_per_element() -> None:
+    html = ('<link rel="Canonical NoFollow" href="/c"><link rel href="/none"><link href="/bare">'
+            '<a href="/r" rel>r</a><area href="/ar" rel="nofollow"><iframe src="/i" rel="nofollow">')
+    got = [(link.url, link.kind, link.nofollow) for link in parse_html(html, PAGE).links]
+    assert got == [
+        ("http://example.com/c", LinkKind.CANONICAL, True),
+        ("http://example.com/r", LinkKind.ANCHOR, False),
+        ("http://example.com/ar", LinkKind.AREA, True),
+        ("http://example.com/i", LinkKind.IFRAME, False),
+    ]
+
+
 def test_meta_robots_and_content_language() -> None:
     page = parse_html('<meta name="ROBOTS" content="noindex, NoFollow">', PAGE)
     assert page.noindex and page.nofollow
