@@ -102,6 +102,11 @@ def test_per_host_concurrency_and_lease_fields(make: Maker) -> None:
     again = f.lease(100, T0 + 1)
     assert [x.host for x in again] == [leases[0].host]
     assert f.in_flight() == 4
+    # Reporting back and leasing again in one transaction: the freed slot's next URL.
+    assert f.complete([done(leases[1].url)], T0 + 2, lease=0) == []
+    more = f.complete([], T0 + 2, [nu("http://c.test/0")], lease=100)
+    assert sorted(x.host for x in more) == [leases[1].host, "c.test"]
+    assert f.in_flight() == 5
 
 
 def test_limit_is_respected(make: Maker) -> None:

@@ -201,7 +201,7 @@ class Crawler:
                 warc.close()
         finally:
             try:
-                self._flush(frontier, journal)
+                self._flush(frontier, journal, time.time())
                 self._emit(
                     Event(
                         EventKind.CRAWL_FINISHED,
@@ -306,8 +306,8 @@ class Crawler:
 
         sampled_at = 0.0
         while True:
-            self._flush(frontier, run.journal)
             if self._abandon:
+                self._flush(frontier, run.journal, time.time())
                 for task in tasks:
                     task.cancel()
                 await asyncio.gather(*tasks, return_exceptions=True)
@@ -319,14 +319,14 @@ class Crawler:
             if cfg.max_pages:
                 budget = min(budget, cfg.max_pages - self._done_total - len(tasks))
             now = time.time()
-            leased = frontier.lease(budget, now) if budget > 0 else []
+            leased = self._flush(frontier, run.journal, now, lease=budget)
             for item in leased:
                 task = asyncio.create_task(self._process(item, run))
                 tasks.add(task)
                 task.add_done_callback(finished)
             self.stats.in_flight = len(tasks)
-            if leased:
-                continue  # lease more while there is room
+            if leased and len(leased) == budget:
+                continue  # lease more while there is room; fewer than asked: nothing else is ready
             if not tasks:
                 if self._stopping or (cfg.max_pages and self._done_total >= cfg.max_pages):
                     return
@@ -345,15 +345,19 @@ class Crawler:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=wait)
 
-    def _flush(self, frontier: Frontier, journal: RunJournal) -> None:
-        """Commit finished fetches together with their outlinks, in one transaction; then their log lines."""
+    def _flush(
+        self, frontier: Frontier, journal: RunJournal, now: float, *, lease: int = 0
+    ) -> list[LeasedUrl]:
+        """Commit finished fetches with their outlinks and lease up to `lease` URLs, in one
+        transaction (a transaction each cost more than the work in it); then their log lines."""
         if not self._pending:
-            return
+            return frontier.lease(lease, now) if lease > 0 else []
         batch, self._pending = self._pending, []
         outcomes = [outcome for outcome, _ in batch]
         new_urls = [url for _, urls in batch for url in urls]
-        frontier.complete(outcomes, time.time(), new_urls)
+        leased = frontier.complete(outcomes, now, new_urls, lease=max(lease, 0))
         journal.flush()
+        return leased
 
     async def _process(self, leased: LeasedUrl, run: _Run) -> None:
         """Fetch one leased URL and queue its outcome; never raises (a failure is recorded on the URL)."""

@@ -26,8 +26,10 @@ class Frontier(Protocol):
         """Hand out up to `limit` due URLs from ready hosts, honouring per-host concurrency and delay."""
         ...
 
-    def complete(self, outcomes: Sequence[FetchOutcome], now: float, new_urls: Sequence[NewUrl] = ()) -> None:
-        """Record fetch outcomes, free their leases and add discovered URLs, all in one transaction."""
+    def complete(self, outcomes: Sequence[FetchOutcome], now: float, new_urls: Sequence[NewUrl] = (), *,
+                 lease: int = 0) -> list[LeasedUrl]:
+        """Record fetch outcomes, free their leases, add discovered URLs and lease up to `lease` URLs
+        (as `lease()` would, returned), all in one transaction."""
         ...
 
     def set_host_delay(self, host: str, delay: float) -> None:

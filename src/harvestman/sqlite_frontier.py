@@ -332,50 +332,55 @@ class SqliteFrontier:
 
     def lease(self, limit: int, now: float) -> list[LeasedUrl]:
         """Hand out up to `limit` due URLs from ready hosts, honouring per-host concurrency and delay."""
-        out: list[LeasedUrl] = []
         if limit <= 0:
-            return out
-        with self._tx() as db:
-            self._reclaim_expired(now)
-            lease_until = now + self.lease_seconds
-            seen: set[int] = set()
-            while len(out) < limit:
-                # Every host handled below leaves the candidate set (full, delayed or parked),
-                # so re-running the query walks on to the next hosts in ready_at order.
-                hosts = db.execute(
-                    "SELECT id, name, in_flight, COALESCE(delay, ?) FROM hosts h"
-                    " WHERE pending > 0 AND ready_at <= ? AND paused_until <= ? AND wake_at <= ?"
-                    f" AND in_flight < ?{self._mine} ORDER BY ready_at, id LIMIT ?",
-                    (self.delay, now, now, now, self.per_host, max(limit - len(out), 16)),
-                ).fetchall()
-                hosts = [h for h in hosts if h[0] not in seen]
-                if not hosts:
+            return []
+        with self._tx():
+            return self._lease(limit, now)
+
+    def _lease(self, limit: int, now: float) -> list[LeasedUrl]:
+        """`lease()` inside the caller's transaction."""
+        db = self._db
+        out: list[LeasedUrl] = []
+        self._reclaim_expired(now)
+        lease_until = now + self.lease_seconds
+        seen: set[int] = set()
+        while len(out) < limit:
+            # Every host handled below leaves the candidate set (full, delayed or parked),
+            # so re-running the query walks on to the next hosts in ready_at order.
+            hosts = db.execute(
+                "SELECT id, name, in_flight, COALESCE(delay, ?) FROM hosts h"
+                " WHERE pending > 0 AND ready_at <= ? AND paused_until <= ? AND wake_at <= ?"
+                f" AND in_flight < ?{self._mine} ORDER BY ready_at, id LIMIT ?",
+                (self.delay, now, now, now, self.per_host, max(limit - len(out), 16)),
+            ).fetchall()
+            hosts = [h for h in hosts if h[0] not in seen]
+            if not hosts:
+                break
+            for host_id, name, in_flight, delay in hosts:
+                seen.add(host_id)
+                room = 1 if delay > 0 else self.per_host - in_flight
+                room = min(room, limit - len(out))
+                if room <= 0:
                     break
-                for host_id, name, in_flight, delay in hosts:
-                    seen.add(host_id)
-                    room = 1 if delay > 0 else self.per_host - in_flight
-                    room = min(room, limit - len(out))
-                    if room <= 0:
-                        break
-                    rows = db.execute(
-                        "SELECT id, url, depth, retries, etag, last_modified FROM urls"
-                        " WHERE host_id = ? AND state = 0 AND next_fetch_time <= ? AND lease_until = 0"
-                        " ORDER BY depth, score DESC, id LIMIT ?",
-                        (host_id, now, room),
-                    ).fetchall()
-                    if rows:
-                        db.executemany(
-                            "UPDATE urls SET lease_until = ? WHERE id = ?",
-                            [(lease_until, r[0]) for r in rows],
-                        )
-                        db.execute(
-                            "UPDATE hosts SET in_flight = in_flight + ?, ready_at = MAX(ready_at, ?)"
-                            " WHERE id = ?",
-                            (len(rows), now + delay, host_id),
-                        )
-                        out.extend(LeasedUrl(r[1], name, r[2], r[3], lease_until, r[4], r[5]) for r in rows)
-                    if len(rows) < room:
-                        self._park(host_id, now)
+                rows = db.execute(
+                    "SELECT id, url, depth, retries, etag, last_modified FROM urls"
+                    " WHERE host_id = ? AND state = 0 AND next_fetch_time <= ? AND lease_until = 0"
+                    " ORDER BY depth, score DESC, id LIMIT ?",
+                    (host_id, now, room),
+                ).fetchall()
+                if rows:
+                    db.executemany(
+                        "UPDATE urls SET lease_until = ? WHERE id = ?",
+                        [(lease_until, r[0]) for r in rows],
+                    )
+                    db.execute(
+                        "UPDATE hosts SET in_flight = in_flight + ?, ready_at = MAX(ready_at, ?)"
+                        " WHERE id = ?",
+                        (len(rows), now + delay, host_id),
+                    )
+                    out.extend(LeasedUrl(r[1], name, r[2], r[3], lease_until, r[4], r[5]) for r in rows)
+                if len(rows) < room:
+                    self._park(host_id, now)
         return out
 
     def _park(self, host_id: int, now: float) -> None:
@@ -407,8 +412,10 @@ class SqliteFrontier:
 
     # -- reporting back ----------------------------------------------------------------------------
 
-    def complete(self, outcomes: Sequence[FetchOutcome], now: float, new_urls: Sequence[NewUrl] = ()) -> None:
-        """Record fetch outcomes, free their leases and add discovered URLs, all in one transaction."""
+    def complete(self, outcomes: Sequence[FetchOutcome], now: float, new_urls: Sequence[NewUrl] = (), *,
+                 lease: int = 0) -> list[LeasedUrl]:
+        """Record fetch outcomes, free their leases, add discovered URLs and lease up to `lease` URLs
+        (as `lease()` would, returned), all in one transaction."""
         with self._tx():
             if new_urls:
                 self._insert(new_urls)
@@ -425,7 +432,9 @@ class SqliteFrontier:
                         "SELECT depth FROM urls WHERE url = ?", (outcome.url,)
                     ).fetchone()
                     self._write_outcome(outcome, final, state, now, depth_row[0], outcome.url)
+            leased = self._lease(lease, now) if lease > 0 else []
             crash_point("db-mid-commit")  # crash tests: outcomes and new URLs written, COMMIT not yet run
+        return leased
 
     def _write_outcome(
         self, o: FetchOutcome, url: str, state: UrlState, now: float, depth: int, parent: str
