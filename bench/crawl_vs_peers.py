@@ -80,11 +80,12 @@ def measure(tool: str, cmd: list[str], server: NginxServer, cwd: Path) -> Run:
         _, stderr = proc.communicate()
         wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode != 0:
-        print(f"{tool} exited with {proc.returncode}: {stderr.decode(errors='replace')[-800:]}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     entries = server.requests()[before_log:]
     served = [e for e in entries if e.status == 200 and e.uri != "/robots.txt"]
+    if proc.returncode != 0 or not served:
+        print(f"{tool} exited with {proc.returncode} after {len(served)} pages: "
+              f"{stderr.decode(errors='replace')[-800:]}")
     urls = frozenset(f"http://{e.server_addr}:{e.server_port}{e.uri}" for e in served)
     return Run(tool, len(served), wall, cpu, peak.kib / 1024, urls, _max_overlap(entries))
 
