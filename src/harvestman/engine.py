@@ -32,6 +32,9 @@ from harvestman.warc import WarcWriter, recover
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 IDLE_POLL = 0.25  # longest sleep while waiting for a host to become ready
+# A worker whose share is done asks this often whether the whole crawl is: a cheap read, and the
+# crawl's end (and the command's exit) should not wait a whole IDLE_POLL for it.
+SHARE_EMPTY_POLL = 0.05
 MAX_SPACED_HOSTS = 10_000  # per-host start times kept before the stale ones are dropped
 KNOWN_URLS = 1 << 17  # URLs this process has sent to the frontier, remembered to skip resending
 QUEUE_SAMPLE_EVERY = 0.25  # seconds between samples of the frontier's size for the display
@@ -336,7 +339,7 @@ class Crawler:
                     # crawl is over when no URL anywhere waits or is being fetched.
                     if self.worker is None or not frontier.counts()[UrlState.UNFETCHED]:
                         return
-                    ready = now + IDLE_POLL
+                    ready = now + SHARE_EMPTY_POLL
                 await asyncio.sleep(min(max(ready - now, 0.001), IDLE_POLL))
                 continue
             self._wake.clear()

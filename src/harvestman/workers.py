@@ -20,6 +20,7 @@ import ctypes
 import dataclasses
 import gc
 import multiprocessing
+import multiprocessing.connection
 import os
 import queue
 import signal
@@ -34,6 +35,7 @@ from harvestman.errors import HarvestmanError
 from harvestman.records import UrlState
 
 REPORT_EVERY = 0.3  # seconds between a worker's counter reports
+REPORT_POLL = 0.05  # seconds between the parent's looks at the reports
 STOP_GRACE = 30.0  # seconds workers get to finish after a worker failed, before they are killed
 _PR_SET_PDEATHSIG = 1
 GC_THRESHOLD = 20_000  # allocations between collections of the youngest generation (default 700)
@@ -177,11 +179,15 @@ class WorkerPool:
         sampled = 0.0
         failed_at: float | None = None
         while any(proc.is_alive() for proc in self._procs) or not reports.empty():
+            # A worker's exit wakes the parent at once (the crawl's end should not wait for a poll).
+            running = [proc.sentinel for proc in self._procs if proc.exitcode is None]
+            multiprocessing.connection.wait(running, REPORT_POLL)
             with contextlib.suppress(queue.Empty):
-                report: WorkerReport = reports.get(timeout=0.1)
-                latest[report.index] = report
-                if report.error:
-                    errors.append(f"worker {report.index}: {report.error}")
+                while True:
+                    report: WorkerReport = reports.get_nowait()
+                    latest[report.index] = report
+                    if report.error:
+                        errors.append(f"worker {report.index}: {report.error}")
             for i, proc in enumerate(self._procs):
                 code = proc.exitcode
                 if code not in (None, 0) and not any(f"worker {i}:" in e for e in errors):
