@@ -127,7 +127,7 @@ def test_worker_count_defaults_to_the_cores_and_max_pages_runs_one() -> None:
 
 
 def _children(pid: int) -> list[int]:
-    """Worker processes of `pid` (spawn's resource tracker aside)."""
+    """Worker processes of `pid` (forked; a resource tracker aside)."""
     found = []
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -137,8 +137,7 @@ def _children(pid: int) -> list[int]:
             cmdline = Path(f"/proc/{entry}/cmdline").read_bytes()
         except OSError:
             continue
-        if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"spawn_main" in cmdline \
-                and b"resource_tracker" not in cmdline:
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid and b"resource_tracker" not in cmdline:
             found.append(int(entry))
     return found
 

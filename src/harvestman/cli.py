@@ -215,11 +215,12 @@ def _run_with_workers(cfg: CrawlConfig, count: int) -> int:
     previous = {sig: signal.signal(sig, lambda _sig, _frame: on_signal())
                 for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
+        pool.start()  # before the display's thread: the workers are forked
         if cfg.quiet or cfg.log_json:
-            pool.run()
+            pool.wait()
         else:
             with ProgressDisplay(stats):
-                pool.run()
+                pool.wait()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
