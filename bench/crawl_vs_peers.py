@@ -147,7 +147,11 @@ def main() -> None:
         with NginxServer(root / "web", hosts, port, by_address=True) as server:
             for n in range(args.runs):
                 for tool, cmd in tools.items():
-                    runs[tool].append(measure(tool, cmd(n), server, root))
+                    run = measure(tool, cmd(n), server, root)
+                    runs[tool].append(run)
+                    print(f"run {n + 1} {tool}: {run.pages} pages in {run.wall:.2f} s, "
+                          f"{run.pages_per_s:,.0f} pages/s, {run.cpu_ms_per_page:.2f} ms CPU a page",
+                          flush=True)
         print(f"web: {args.hosts} hosts x {args.pages} pages, {len(spec.reachable)} reachable, "
               f"{len(spec.disallowed)} disallowed; {args.runs} run(s); cores: {os.cpu_count()}")
         print(f"{'tool':<11}{'pages':>8}{'wall s':>9}{'pages/s':>10}{'CPU ms/page':>13}{'peak RSS MB':>13}")

@@ -68,6 +68,7 @@ from harvestman.sqlite_frontier import SqliteFrontier
 from harvestman.transport import ACCEPT_ENCODING, CurlTransport, TransportSettings
 from harvestman.urls import host_of, normalize_with_host
 from harvestman.warc import WarcWriter
+from harvestman.workers import tune_for_crawling
 from tests.nginx import NginxServer, find_nginx, free_port
 
 T = TypeVar("T")
@@ -272,6 +273,7 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=3)
     parser.add_argument("--pages", type=int, default=201, help="pages per host")
     parser.add_argument("--repeats", type=int, default=5)
+    tune_for_crawling()  # as a crawling process is: garbage collection and heap as in a crawl
     parser.add_argument("--concurrency", type=int, default=32, help="fetches in flight at once")
     parser.add_argument("--batch", type=int, default=10, help="pages per complete() in the batched row")
     parser.add_argument("--known", type=int, default=100_000,
