@@ -225,7 +225,13 @@ class WarcWriter:
             f"WARC-Block-Digest: {_sha1(request_block)}\r\n",
         ]
         parts.append(self._record(fields, (request_block,)))
-        meta = [f"outlink: {_clean(link)}" for link in outlinks]
+        # Outlinks are normalized URLs, which hold no CR or LF: one scan of them all instead of a
+        # clean-up of each (~10 µs a page of 25 links).
+        joined = "\r\noutlink: ".join(outlinks)
+        separators = len(outlinks) - 1
+        if outlinks and (joined.count("\r") != separators or joined.count("\n") != separators):
+            joined = "\r\noutlink: ".join(_clean(link) for link in outlinks)
+        meta = [f"outlink: {joined}"] if outlinks else []
         t = result.timings
         meta += [
             f"requestedURL: {_clean(result.url)}",
