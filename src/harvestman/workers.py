@@ -115,8 +115,6 @@ def _worker_main(cfg: CrawlConfig, slot: WorkerSlot, reports: Any, parent_pid: i
     while not go.wait(IDLE_WAIT):
         if os.getppid() != parent_pid:  # the parent died (perhaps before the death signal was armed)
             return
-    if os.getppid() != parent_pid:
-        return
     tune_for_crawling()
     crawler = Crawler(cfg, worker=slot)
 
@@ -205,11 +203,6 @@ class WorkerPool:
             self._wait(self._reports, self._frontier.counts)
         finally:
             self._frontier.close()
-
-    def run(self) -> None:
-        """Prepare the run, start the workers, wait for them; raise if one failed or died."""
-        self.start()
-        self.wait()
 
     def _wait(self, reports: Any, counts: Any) -> None:
         cfg = self.cfg
