@@ -148,3 +148,31 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def test_a_stop_while_the_run_is_prepared_ends_the_crawl(tmp_path: Path) -> None:
+    # 20,000 seeds keep the parent preparing for a few seconds, the workers forked and waiting.
+    # A Ctrl-C then stopped them while they waited, and the parent hung releasing them (an Event
+    # waits for its waiters to wake). Now the crawl ends once the run is prepared, everything queued.
+    seeds = tmp_path / "seeds.txt"
+    seeds.write_text("".join(f"http://127.9.{i // 200}.{i % 200 + 1}:9/p{i}\n" for i in range(20_000)))
+    out = tmp_path / "out"
+    proc = subprocess.Popen(harvestman_cmd("crawl", "-i", str(seeds), "--out", str(out), "--allow-net",
+                                           "127.0.0.0/8", "--quiet", "--workers", "2"),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(_children(proc.pid)) < 2:
+            time.sleep(0.01)
+        assert len(_children(proc.pid)) == 2, "the workers did not start"
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert proc.returncode == 0, stderr
+    assert "Traceback" not in stderr
+    with sqlite3.connect(f"file:{out / 'crawl.db'}?mode=ro", uri=True) as db:
+        [(unfetched,)] = db.execute("SELECT COUNT(*) FROM urls WHERE state = 0").fetchall()
+    assert unfetched > 19_000  # queued for --resume; the few fetched at most were in flight

@@ -112,9 +112,10 @@ def _worker_main(cfg: CrawlConfig, slot: WorkerSlot, reports: Any, parent_pid: i
     # Until the crawl starts there is nothing to finish or to drop: a stop ends the worker.
     for sig in (signal.SIGTERM, signal.SIGUSR1):
         signal.signal(sig, lambda _sig, _frame: os._exit(0))
-    while not go.wait(IDLE_WAIT):
+    while not go.poll(IDLE_WAIT):
         if os.getppid() != parent_pid:  # the parent died (perhaps before the death signal was armed)
             return
+    go.recv_bytes()  # this worker's one message: the others' stay for them
     tune_for_crawling()
     crawler = Crawler(cfg, worker=slot)
 
@@ -176,7 +177,9 @@ class WorkerPool:
         method = "fork" if sys.platform == "linux" else "spawn"  # elsewhere fork is unsafe or absent
         context: Any = multiprocessing.get_context(method)
         self._reports = context.Queue()
-        go = context.Event()
+        # One message a worker when the run is prepared. Not an Event: setting one waits for every
+        # waiter to wake, and a worker stopped while it waits never does.
+        go, ready = context.Pipe(duplex=False)
         self._procs = [
             context.Process(target=_worker_main, name=f"harvestman-worker-{i}",
                             args=(worker_cfg, WorkerSlot(i, self.count), self._reports, os.getpid(), go))
@@ -194,7 +197,8 @@ class WorkerPool:
             if self._frontier is not None:
                 self._frontier.close()
             raise
-        go.set()
+        for _ in self._procs:
+            ready.send_bytes(b"go")
 
     def wait(self) -> None:
         """Wait for the workers, summing their counters; raise if one failed or died."""
