@@ -26,6 +26,7 @@ import os
 import queue
 import signal
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
@@ -112,10 +113,9 @@ def _worker_main(cfg: CrawlConfig, slot: WorkerSlot, reports: Any, parent_pid: i
     # Until the crawl starts there is nothing to finish or to drop: a stop ends the worker.
     for sig in (signal.SIGTERM, signal.SIGUSR1):
         signal.signal(sig, lambda _sig, _frame: os._exit(0))
-    while not go.poll(IDLE_WAIT):
+    while not go.acquire(timeout=IDLE_WAIT):
         if os.getppid() != parent_pid:  # the parent died (perhaps before the death signal was armed)
             return
-    go.recv_bytes()  # this worker's one message: the others' stay for them
     tune_for_crawling()
     crawler = Crawler(cfg, worker=slot)
 
@@ -155,6 +155,7 @@ class WorkerPool:
         self._procs: list[BaseProcess] = []
         self._reports: Any = None
         self._frontier: SqliteFrontier | None = None
+        self._go: Any = None
 
     def stop(self, *, abandon: bool = False) -> None:
         """Relay a stop to the workers: finish the fetches in flight, or (`abandon`) drop them."""
@@ -168,18 +169,21 @@ class WorkerPool:
         """Start the workers, prepare the run, then let them crawl.
 
         The workers are forked first (no import to repeat, ~0.2 s a crawl sooner), while the parent
-        holds no database connection (SQLite's must not cross a fork) and runs no thread; they wait
-        for the parent to have prepared the run (seeds, resume, WARC recovery).
+        holds no database connection (SQLite's must not cross a fork); they wait for the parent to
+        have prepared the run (seeds, resume, WARC recovery).
         """
         cfg = self.cfg
         share = max(cfg.per_host, cfg.concurrency // self.count)
         worker_cfg = dataclasses.replace(cfg, concurrency=share)
-        method = "fork" if sys.platform == "linux" else "spawn"  # elsewhere fork is unsafe or absent
+        # A fork copies only the calling thread, and a lock another thread held stays held in the
+        # child: with threads running (the demo's web servers), or off Linux, a fresh interpreter.
+        forkable = sys.platform == "linux" and threading.active_count() == 1
+        method = "fork" if forkable else "spawn"
         context: Any = multiprocessing.get_context(method)
         self._reports = context.Queue()
-        # One message a worker when the run is prepared. Not an Event: setting one waits for every
+        # Released once a worker when the run is prepared. Not an Event: setting one waits for every
         # waiter to wake, and a worker stopped while it waits never does.
-        go, ready = context.Pipe(duplex=False)
+        go = self._go = context.Semaphore(0)  # kept: a spawned worker may unpickle it late
         self._procs = [
             context.Process(target=_worker_main, name=f"harvestman-worker-{i}",
                             args=(worker_cfg, WorkerSlot(i, self.count), self._reports, os.getpid(), go))
@@ -198,7 +202,7 @@ class WorkerPool:
                 self._frontier.close()
             raise
         for _ in self._procs:
-            ready.send_bytes(b"go")
+            go.release()
 
     def wait(self) -> None:
         """Wait for the workers, summing their counters; raise if one failed or died."""
@@ -226,7 +230,8 @@ class WorkerPool:
                         errors.append(f"worker {report.index}: {report.error}")
             for i, proc in enumerate(self._procs):
                 code = proc.exitcode
-                if code not in (None, 0) and not any(f"worker {i}:" in e for e in errors):
+                said = any(e.startswith((f"worker {i}:", f"worker {i} ")) for e in errors)
+                if code not in (None, 0) and not said:  # said once, not at every turn
                     errors.append(f"worker {i} ended with {_describe_exit(code)}")
             if errors and failed_at is None:
                 failed_at = time.monotonic()
