@@ -8,12 +8,13 @@ crawl database back after checking that the crawl left it sound and every URL de
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -36,6 +37,25 @@ def harvestman_cmd(*args: str) -> list[str]:
 def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     """Run `harvestman ARGS` to completion and return what it printed."""
     return subprocess.run(harvestman_cmd(*args), capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def interrupt_cli(*args: str, ready: Callable[[int], bool], wait: float,
+                  timeout: float) -> subprocess.CompletedProcess[str]:
+    """Run `harvestman ARGS`, press Ctrl-C (SIGINT) once `ready(pid)` holds or `wait` seconds have
+    passed, and return how it ended (stderr only; stdout is discarded)."""
+    proc = subprocess.Popen(harvestman_cmd(*args), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline and not ready(proc.pid):
+            time.sleep(_POLL / 2)
+        proc.send_signal(signal.SIGINT)
+        _, stderr = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, "", stderr)
 
 
 def warc_responses(folder: Path) -> Counter[str]:

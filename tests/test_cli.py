@@ -5,7 +5,6 @@ and Ctrl-C followed by --resume."""
 from __future__ import annotations
 
 import json
-import signal
 import sqlite3
 import subprocess
 import time
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.crawlcheck import harvestman_cmd, run_cli, warc_responses
+from tests.crawlcheck import interrupt_cli, run_cli, warc_responses
 from tests.httpserver import RawServer
 from tests.nginx import LogEntry, NginxServer, free_port, require_nginx
 from tests.sitegen import SiteSpec, generate_site
@@ -342,20 +341,10 @@ def test_ctrl_c_stops_cleanly_and_resume_finishes(web: Web, tmp_path: Path) -> N
     out = tmp_path / "out"
     args = ["crawl", *spec.seeds, "--out", str(out), *ALLOW, "-q", "--per-host", "1"]
     before = len(web.server.requests())
-    proc = subprocess.Popen(harvestman_cmd(*args, "--delay", "0.1"), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and len(web.server.requests()) - before < 6:
-            time.sleep(0.02)
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=10)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=5)
-    assert proc.returncode == 0, stderr
-    assert "Traceback" not in stderr
+    stopped = interrupt_cli(*args, "--delay", "0.1", wait=20, timeout=10,
+                            ready=lambda _pid: len(web.server.requests()) - before >= 6)
+    assert stopped.returncode == 0, stopped.stderr
+    assert "Traceback" not in stopped.stderr
     time.sleep(0.05)
     first = pages(web.server.requests()[before:])
     assert 0 < sum(first.values()) < len(spec.reachable), "the crawl ended before Ctrl-C could stop it"

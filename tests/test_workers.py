@@ -14,7 +14,7 @@ import pytest
 
 from harvestman.config import CrawlConfig
 from harvestman.workers import worker_count
-from tests.crawlcheck import harvestman_cmd, read_all_warcs, run_cli, warc_responses
+from tests.crawlcheck import harvestman_cmd, interrupt_cli, read_all_warcs, run_cli, warc_responses
 from tests.nginx import NginxServer, free_port, require_nginx
 from tests.sitegen import SiteSpec, generate_site
 
@@ -160,22 +160,17 @@ def test_a_stop_while_the_run_is_prepared_ends_the_crawl(tmp_path: Path) -> None
     seeds = tmp_path / "seeds.txt"
     seeds.write_text("".join(f"http://127.9.{i % 250}.{i // 250 % 250 + 1}:9/p{i}\n" for i in range(SEEDS)))
     out = tmp_path / "out"
-    proc = subprocess.Popen(harvestman_cmd("crawl", "-i", str(seeds), "--out", str(out), "--allow-net",
-                                           "127.0.0.0/8", "--quiet", "--workers", "2"),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and len(_children(proc.pid)) < 2:
-            time.sleep(0.01)
-        assert len(_children(proc.pid)) == 2, "the workers did not start"
-        proc.send_signal(signal.SIGINT)
-        _, stderr = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-    assert proc.returncode == 0, stderr
-    assert "Traceback" not in stderr
+    workers: list[int] = []
+
+    def workers_started(pid: int) -> bool:
+        workers[:] = _children(pid)
+        return len(workers) == 2
+
+    stopped = interrupt_cli("crawl", "-i", str(seeds), "--out", str(out), "--allow-net", "127.0.0.0/8",
+                            "--quiet", "--workers", "2", ready=workers_started, wait=30, timeout=120)
+    assert len(workers) == 2, "the workers did not start"
+    assert stopped.returncode == 0, stopped.stderr
+    assert "Traceback" not in stopped.stderr
     with sqlite3.connect(f"file:{out / 'crawl.db'}?mode=ro", uri=True) as db:
         [(unfetched,)] = db.execute("SELECT COUNT(*) FROM urls WHERE state = 0").fetchall()
     assert unfetched > 0.99 * SEEDS  # queued for --resume; the few fetched at most were in flight
