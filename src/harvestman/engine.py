@@ -37,7 +37,9 @@ IDLE_POLL = 0.25  # longest sleep while waiting for a host to become ready
 SHARE_EMPTY_POLL = 0.05
 MAX_SPACED_HOSTS = 10_000  # per-host start times kept before the stale ones are dropped
 KNOWN_URLS = 1 << 17  # URLs this process has sent to the frontier, remembered to skip resending
+FOLLOW_CACHE = 1 << 16  # resolved links whose normalized form and scope verdict are remembered
 QUEUE_SAMPLE_EVERY = 0.25  # seconds between samples of the frontier's size for the display
+_UNSEEN: tuple[str, str] = ("", "")  # a link not yet in the follow cache (compared by identity)
 
 
 @dataclass(slots=True)
@@ -83,6 +85,10 @@ class _Run:
     robots: RobotsGate
     scope: Scope
     on_page: PageHandler | None
+    # Resolved link -> (normalized URL, host) when it is to be followed, else None. Navigation and
+    # popular pages appear on page after page: one dict lookup a link instead of a normalization
+    # and a scope check, both fixed for the run.
+    follow: dict[str, tuple[str, str] | None] = field(default_factory=dict)
 
 
 def with_scheme(seed: str) -> str:
@@ -516,16 +522,24 @@ class Crawler:
         scope = run.scope
         if parsed.nofollow or leased.depth + 1 > cfg.max_depth:
             return parsed, {}
+        follow = run.follow
+        if len(follow) > FOLLOW_CACHE:
+            follow.clear()
         hosts: dict[str, str] = {}  # url -> host, in document order
         for link in parsed.links:
             if link.nofollow:
                 continue
-            try:
-                url, host = normalize_with_host(link.url, max_length=cfg.max_url_length)
-            except InvalidUrlError:
-                continue
-            if url not in hosts and scope.allows(url, host):
-                hosts[url] = host
+            target = follow.get(link.url, _UNSEEN)
+            if target is _UNSEEN:
+                try:
+                    target = normalize_with_host(link.url, max_length=cfg.max_url_length)
+                except InvalidUrlError:
+                    target = None
+                if target is not None and not scope.allows(*target):
+                    target = None
+                follow[link.url] = target
+            if target is not None and target[0] not in hosts:
+                hosts[target[0]] = target[1]
         return parsed, hosts
 
     async def _hop_check(self, url: str, run: _Run) -> HopVerdict:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 Headers = tuple[tuple[str, str], ...]
 
@@ -134,9 +135,12 @@ class LinkKind(enum.Enum):
     META_REFRESH = "meta_refresh"
 
 
-@dataclass(frozen=True, slots=True)
-class Link:
-    """An outlink, already resolved against the page's base URL (not yet normalized)."""
+class Link(NamedTuple):
+    """An outlink, already resolved against the page's base URL (not yet normalized).
+
+    A NamedTuple, not a frozen dataclass like the other records: a page makes dozens, and a tuple
+    is built in half the time.
+    """
 
     url: str
     kind: LinkKind = LinkKind.ANCHOR
