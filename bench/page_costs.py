@@ -24,6 +24,11 @@ outlinks are already known. Printed: the median over `--repeats` of µs of CPU p
 The engine commits several pages in one complete() (the "a call" row shows the saving) and skips
 outlinks it has already sent before the database sees them, so add and complete overlap: both rows
 are upper bounds. nginx is needed for the fetch row only. Run from the repository root.
+
+Then the same pages through the C libraries alone, with none of harvestman's Python around them:
+libcurl fetching with no callbacks, Lexbor building the tree and selecting the link elements, ISA-L
+compressing the body, SHA-1 over it twice; with wget2 installed, wget2's CPU a page crawling the same
+web in the same run. The libraries' sum is the least a page can cost while its work stays in them.
 """
 
 from __future__ import annotations
@@ -31,9 +36,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import email.utils
+import hashlib
+import io
 import os
+import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -42,6 +51,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 from urllib.parse import urlsplit
+
+import pycurl
+from isal import isal_zlib
+from selectolax.lexbor import LexborHTMLParser
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -53,7 +66,7 @@ from harvestman.config import CrawlConfig
 from harvestman.errors import InvalidUrlError
 from harvestman.fetcher import Fetcher
 from harvestman.outcome import decide
-from harvestman.parse import parse_html
+from harvestman.parse import _LINK_SELECTOR, parse_html
 from harvestman.records import (
     FetchOutcome,
     FetchResult,
@@ -67,7 +80,7 @@ from harvestman.records import (
 from harvestman.sqlite_frontier import SqliteFrontier
 from harvestman.transport import ACCEPT_ENCODING, CurlTransport, TransportSettings
 from harvestman.urls import host_of, normalize_with_host
-from harvestman.warc import WarcWriter
+from harvestman.warc import _GZIP_WBITS, COMPRESS_LEVEL, WarcWriter
 from harvestman.workers import tune_for_crawling
 from tests.nginx import NginxServer, find_nginx, free_port
 
@@ -266,6 +279,49 @@ async def fetch_all(urls: Sequence[str], concurrency: int) -> tuple[float, float
         await transport.aclose()
 
 
+def curl_alone(urls: Sequence[str], concurrency: int) -> float:
+    """CPU seconds libcurl's multi interface takes to fetch `urls`, bodies into memory, no callbacks."""
+    multi = pycurl.CurlMulti()
+    idle = [pycurl.Curl() for _ in range(concurrency)]
+    for curl in idle:
+        curl.setopt(pycurl.HTTPHEADER, [f"Accept-Encoding: {ACCEPT_ENCODING}"])
+    pending = list(reversed(urls))
+    running = 0
+    cpu = time.process_time()
+    while pending or running:
+        while pending and idle:
+            curl = idle.pop()
+            curl.setopt(pycurl.URL, pending.pop())
+            curl.setopt(pycurl.WRITEDATA, io.BytesIO())  # BytesIO.write is C: no Python per chunk
+            multi.add_handle(curl)
+            running += 1
+        multi.select(1.0)
+        while multi.perform()[0] == pycurl.E_CALL_MULTI_PERFORM:
+            pass
+        _, done, failed = multi.info_read()
+        if failed:
+            raise RuntimeError(f"libcurl: {failed[0][2]}")
+        for curl in done:
+            multi.remove_handle(curl)
+            idle.append(curl)
+            running -= 1
+    used = time.process_time() - cpu
+    for curl in idle:
+        curl.close()
+    multi.close()
+    return used
+
+
+def wget2_cpu(seeds: Sequence[str], folder: Path) -> tuple[float, int]:
+    """CPU seconds (user + system) of a polite recursive wget2 crawl from `seeds`, and pages saved."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(["wget2", "--recursive", "--level=0", "--robots=on", "--quiet", "--max-threads=16",
+                    "-P", str(folder), *seeds], check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    pages = sum(1 for path in folder.rglob("*") if path.is_file() and path.name != "robots.txt")
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), pages
+
+
 def main() -> None:
     """Write the web, time every stage on its pages, print the table."""
     parser = argparse.ArgumentParser(description=__doc__,
@@ -303,6 +359,9 @@ def main() -> None:
         warc_items = [(results[p.url], p.links) for p in pages]
         known_share = new_per_page = 0.0
         walls: list[float] = []
+        alone: dict[str, list[float]] = {"libcurl fetch": [], "Lexbor tree, link elements": [],
+                                         "ISA-L gzip of the body": [], "SHA-1 of the body, twice": []}
+        wget2_us: list[float] = []
         filler_database(root / "filler.db", args.known)
         server = NginxServer(root / "web", hosts, port, by_address=True) if find_nginx() else None
         if server is not None:
@@ -336,6 +395,19 @@ def main() -> None:
                 with tempfile.TemporaryDirectory(dir=root) as warc_dir, WarcWriter(Path(warc_dir)) as writer:
                     warc_us = per_page(warc_items, lambda w: writer.write(w[0], REQUEST_HEADERS, w[1]))
                 note("warc", *(3 * [warc_us]))
+                bodies = [r.body for r in responses]
+                if server is not None:
+                    alone["libcurl fetch"].append(1e6 * curl_alone(urls, args.concurrency) / len(urls))
+                    if shutil.which("wget2"):
+                        cpu, saved = wget2_cpu([f"http://{h}:{port}/" for h in hosts], root / f"wget2-{n}")
+                        wget2_us.append(1e6 * cpu / max(1, saved))
+                texts = [r.text for r in result_list]
+                alone["Lexbor tree, link elements"].append(
+                    per_page(texts, lambda t: LexborHTMLParser(t).css(_LINK_SELECTOR)))
+                alone["ISA-L gzip of the body"].append(
+                    per_page(bodies, lambda b: isal_zlib.compress(b, COMPRESS_LEVEL, _GZIP_WBITS)))
+                alone["SHA-1 of the body, twice"].append(
+                    per_page(bodies, lambda b: (hashlib.sha1(b).digest(), hashlib.sha1(b).digest())))
                 print(f"run {n + 1}/{args.repeats} done", file=sys.stderr)
         finally:
             if server is not None:
@@ -363,6 +435,13 @@ def main() -> None:
         print(f"{labels.get(stage, stage):<{width}}" + "".join(f"{f:10.1f}" for f in figures) + mark)
     sums = [sum(f[i] for s, f in medians.items() if s != extra) for i in range(3)]
     print(f"{'sum':<{width}}" + "".join(f"{f:10.1f}" for f in sums))
+    print("\nthe libraries alone      µs CPU per page")
+    floor = {stage: statistics.median(figures) for stage, figures in alone.items() if figures}
+    for stage, figure in floor.items():
+        print(f"{stage:<27}{figure:10.1f}")
+    print(f"{'sum (SQLite not counted)':<27}{sum(floor.values()):10.1f}")
+    if wget2_us:
+        print(f"{'wget2, whole crawl':<27}{statistics.median(wget2_us):10.1f}")
 
 
 if __name__ == "__main__":
