@@ -70,6 +70,12 @@ class Run:
         return 1000 * self.cpu / max(1, self.pages)
 
 
+def wget2_command(folder: Path, *inputs: str) -> list[str]:
+    """wget2 crawling from `inputs` (URLs, or -i FILE) into `folder`: every link, robots.txt obeyed."""
+    return ["wget2", "--recursive", "--level=0", "--robots=on", "--quiet", "--max-threads=16",
+            "-P", str(folder), *inputs]
+
+
 def measure(tool: str, cmd: list[str], server: NginxServer, cwd: Path) -> Run:
     """Run `cmd` to its end and return what it fetched and cost."""
     before_log = len(server.requests())
@@ -138,9 +144,7 @@ def main() -> None:
         }
         peers = [p for p in args.peers.split(",") if p]
         if "wget2" in peers and shutil.which("wget2"):
-            tools["wget2"] = lambda n: ["wget2", "--recursive", "--level=0",
-                                        "--robots=on", "--quiet", "--max-threads=16",
-                                        "-P", str(root / f"w{n}"), "-i", str(root / "seeds.txt")]
+            tools["wget2"] = lambda n: wget2_command(root / f"w{n}", "-i", str(root / "seeds.txt"))
         if "scrapy" in peers and args.scrapy:
             tools["scrapy"] = lambda n: [args.scrapy, "runspider", str(root / "spider.py")]
         runs: dict[str, list[Run]] = {tool: [] for tool in tools}

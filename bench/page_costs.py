@@ -10,14 +10,15 @@ a temporary directory), timed with the process's CPU clock, in the engine's orde
   decode     what the Fetcher adds to a response (Fetcher._result): media type, binary sniff,
              charset, text
   parse      parse_html(with_text=False), as the crawl calls it
-  normalize  normalize_with_host of each followed link, deduplicated as the engine does
+  normalize  followed_links over each page's links, as the engine calls it: normalization and the
+             scope check, each link's answer remembered
   decide     the URL's outcome, with the content signature (a blake2b of the body)
   add        SqliteFrontier.add() of all the page's outlinks: the seen check, most already known
   complete   SqliteFrontier.complete() of the page's outcome and its new URLs, one transaction
   warc       WarcWriter.write: request, response and metadata records, gzip, appended to a file
 
-parse and normalize use LRU caches (resolved links, normalized URLs), so they get three figures:
-cold (both caches cleared before each page), in order (cleared once, then the pages in crawl order)
+parse and normalize remember answers (resolved links, followed links), so they get three figures:
+cold (both forgotten before each page), in order (cleared once, then the pages in crawl order)
 and warm (every answer cached). The frontier stages start from a database of `--known` URLs of
 other hosts; then the pages come in crawl order, so each URL of the web is inserted once and most
 outlinks are already known. Printed: the median over `--repeats` of µs of CPU per page, and the sum.
@@ -58,12 +59,11 @@ from selectolax.lexbor import LexborHTMLParser
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.crawl_vs_peers import wget2_command
 from bench.synthweb import generate_web, host_addresses
 from harvestman import parse as parse_module
-from harvestman import urls as urls_module
 from harvestman.addrguard import AddressGuard
 from harvestman.config import CrawlConfig
-from harvestman.errors import InvalidUrlError
 from harvestman.fetcher import Fetcher
 from harvestman.outcome import decide
 from harvestman.parse import _LINK_SELECTOR, parse_html
@@ -77,9 +77,10 @@ from harvestman.records import (
     ParsedPage,
     Timings,
 )
+from harvestman.scope import Scope, followed_links
 from harvestman.sqlite_frontier import SqliteFrontier
 from harvestman.transport import ACCEPT_ENCODING, CurlTransport, TransportSettings
-from harvestman.urls import host_of, normalize_with_host
+from harvestman.urls import host_of
 from harvestman.warc import _GZIP_WBITS, COMPRESS_LEVEL, WarcWriter
 from harvestman.workers import tune_for_crawling
 from tests.nginx import NginxServer, find_nginx, free_port
@@ -88,6 +89,7 @@ T = TypeVar("T")
 CFG = CrawlConfig()
 REQUEST_HEADERS = (("User-Agent", CFG.user_agent), ("Accept", "*/*"), ("Accept-Encoding", ACCEPT_ENCODING))
 CACHED = ("parse", "normalize")
+FOLLOWED: dict[str, tuple[str, str] | None] = {}  # the engine's answers for the run (followed_links)
 COLUMNS = ("cold", "in order", "warm")
 
 
@@ -134,8 +136,8 @@ def per_page(items: Iterable[T], work: Callable[[T], object],
 
 
 def clear_caches(_item: object = None) -> None:
-    """Forget every resolved link and normalized URL, as a process that never saw them."""
-    urls_module._normalize_cached.cache_clear()
+    """Forget every resolved and followed link, as a process that never saw them."""
+    FOLLOWED.clear()
     parse_module._resolve_http.cache_clear()
 
 
@@ -173,19 +175,6 @@ def to_result(response: HttpResponse) -> FetchResult:
 def parse(result: FetchResult) -> ParsedPage:
     """The engine's parse of a fetched HTML page."""
     return parse_html(result.text or "", result.final_url, max_links=CFG.max_outlinks, with_text=False)
-
-
-def normalize_links(links: Sequence[str]) -> dict[str, str]:
-    """The engine's loop over a page's links: normalized, with hosts, first occurrence kept."""
-    hosts: dict[str, str] = {}
-    for link in links:
-        try:
-            url, host = normalize_with_host(link, max_length=CFG.max_url_length)
-        except InvalidUrlError:
-            continue
-        if url not in hosts:
-            hosts[url] = host
-    return hosts
 
 
 def leased(url: str) -> LeasedUrl:
@@ -315,8 +304,7 @@ def curl_alone(urls: Sequence[str], concurrency: int) -> float:
 def wget2_cpu(seeds: Sequence[str], folder: Path) -> tuple[float, int]:
     """CPU seconds (user + system) of a polite recursive wget2 crawl from `seeds`, and pages saved."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run(["wget2", "--recursive", "--level=0", "--robots=on", "--quiet", "--max-threads=16",
-                    "-P", str(folder), *seeds], check=False)
+    subprocess.run(wget2_command(folder, *seeds), check=False)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     pages = sum(1 for path in folder.rglob("*") if path.is_file() and path.name != "robots.txt")
     return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), pages
@@ -337,6 +325,12 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
     hosts = host_addresses(args.hosts, prefix="127.21")
+    scope = Scope([f"http://{host}/" for host in hosts])
+
+    def normalize_links(links: Sequence[str]) -> dict[str, str]:
+        """The engine's treatment of a page's links: normalized, in scope, with hosts, each once."""
+        return followed_links(links, scope, FOLLOWED, max_length=CFG.max_url_length)
+
     runs: dict[str, list[tuple[float, ...]]] = {}
 
     def note(stage: str, *figures: float) -> None:
@@ -357,6 +351,8 @@ def main() -> None:
         pages = [Page(r.url, tuple(normalize_links(links[r.url]).items()), leased(r.url))
                  for r in responses]
         warc_items = [(results[p.url], p.links) for p in pages]
+        bodies = [r.body for r in responses]
+        texts = [results[u].text or "" for u in urls]
         known_share = new_per_page = 0.0
         walls: list[float] = []
         alone: dict[str, list[float]] = {"libcurl fetch": [], "Lexbor tree, link elements": [],
@@ -395,13 +391,11 @@ def main() -> None:
                 with tempfile.TemporaryDirectory(dir=root) as warc_dir, WarcWriter(Path(warc_dir)) as writer:
                     warc_us = per_page(warc_items, lambda w: writer.write(w[0], REQUEST_HEADERS, w[1]))
                 note("warc", *(3 * [warc_us]))
-                bodies = [r.body for r in responses]
                 if server is not None:
                     alone["libcurl fetch"].append(1e6 * curl_alone(urls, args.concurrency) / len(urls))
                     if shutil.which("wget2"):
                         cpu, saved = wget2_cpu([f"http://{h}:{port}/" for h in hosts], root / f"wget2-{n}")
                         wget2_us.append(1e6 * cpu / max(1, saved))
-                texts = [r.text for r in result_list]
                 alone["Lexbor tree, link elements"].append(
                     per_page(texts, lambda t: LexborHTMLParser(t).css(_LINK_SELECTOR)))
                 alone["ISA-L gzip of the body"].append(

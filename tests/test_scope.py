@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harvestman.scope import Scope
+from harvestman.scope import Scope, followed_links
 
 SEEDS = ["https://www.example.co.uk/start", "http://blog.other.org/"]
 
@@ -18,6 +18,29 @@ def test_host_mode() -> None:
     assert scope.allows("https://blog.other.org/x")
     assert not scope.allows("https://shop.example.co.uk/")
     assert scope.reason("https://shop.example.co.uk/") == "host 'shop.example.co.uk' is not a seed host"
+
+
+def test_followed_links_normalizes_filters_and_remembers() -> None:
+    scope = Scope(SEEDS, "host", (), ())
+    answers: dict[str, tuple[str, str] | None] = {}
+    links = [
+        "https://WWW.example.co.uk/b#top",
+        "https://shop.example.co.uk/",  # another host: out of scope
+        "https://www.example.co.uk/%7Ea",
+        "https://www.example.co.uk/b",  # the first one again, once normalized
+        "ftp://www.example.co.uk/f",  # a scheme never fetched
+    ]
+    assert followed_links(links, scope, answers, max_length=2048) == {
+        "https://www.example.co.uk/b": "www.example.co.uk",
+        "https://www.example.co.uk/~a": "www.example.co.uk",
+    }
+    assert answers["https://shop.example.co.uk/"] is None
+    assert answers["ftp://www.example.co.uk/f"] is None
+    # A remembered answer is used as it is, without normalizing the link again.
+    answers["https://www.example.co.uk/%7Ea"] = ("https://elsewhere.test/", "elsewhere.test")
+    assert followed_links(["https://www.example.co.uk/%7Ea"], scope, answers, max_length=2048) == {
+        "https://elsewhere.test/": "elsewhere.test"
+    }
 
 
 def test_domain_mode() -> None:

@@ -23,11 +23,11 @@ from harvestman.parse import parse_html
 from harvestman.politeness import breaker_pause
 from harvestman.records import CrawledPage, FetchOutcome, FetchResult, LeasedUrl, NewUrl, ParsedPage, UrlState
 from harvestman.robots_gate import RobotsGate
-from harvestman.scope import Scope
+from harvestman.scope import Scope, followed_links
 from harvestman.sqlite_frontier import SqliteFrontier
 from harvestman.sync import iterate_in_thread
 from harvestman.transport import ACCEPT_ENCODING, CurlTransport, Transport, TransportSettings
-from harvestman.urls import normalize, normalize_with_host
+from harvestman.urls import normalize
 from harvestman.warc import WarcWriter, recover
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -39,7 +39,6 @@ MAX_SPACED_HOSTS = 10_000  # per-host start times kept before the stale ones are
 KNOWN_URLS = 1 << 17  # URLs this process has sent to the frontier, remembered to skip resending
 FOLLOW_CACHE = 1 << 16  # resolved links whose normalized form and scope verdict are remembered
 QUEUE_SAMPLE_EVERY = 0.25  # seconds between samples of the frontier's size for the display
-_UNSEEN: tuple[str, str] = ("", "")  # a link not yet in the follow cache (compared by identity)
 
 
 @dataclass(slots=True)
@@ -85,9 +84,7 @@ class _Run:
     robots: RobotsGate
     scope: Scope
     on_page: PageHandler | None
-    # Resolved link -> (normalized URL, host) when it is to be followed, else None. Navigation and
-    # popular pages appear on page after page: one dict lookup a link instead of a normalization
-    # and a scope check, both fixed for the run.
+    # Resolved link -> (normalized URL, host) when it is to be followed, else None (followed_links).
     follow: dict[str, tuple[str, str] | None] = field(default_factory=dict)
 
 
@@ -519,27 +516,12 @@ class Crawler:
         # Text and anchors only for a library consumer: the crawl itself stores raw bytes.
         parsed = parse_html(result.text, result.final_url, max_links=cfg.max_outlinks,
                             with_text=run.on_page is not None)
-        scope = run.scope
         if parsed.nofollow or leased.depth + 1 > cfg.max_depth:
             return parsed, {}
-        follow = run.follow
-        if len(follow) > FOLLOW_CACHE:
-            follow.clear()
-        hosts: dict[str, str] = {}  # url -> host, in document order
-        for link in parsed.links:
-            if link.nofollow:
-                continue
-            target = follow.get(link.url, _UNSEEN)
-            if target is _UNSEEN:
-                try:
-                    target = normalize_with_host(link.url, max_length=cfg.max_url_length)
-                except InvalidUrlError:
-                    target = None
-                if target is not None and not scope.allows(*target):
-                    target = None
-                follow[link.url] = target
-            if target is not None and target[0] not in hosts:
-                hosts[target[0]] = target[1]
+        if len(run.follow) > FOLLOW_CACHE:
+            run.follow.clear()
+        followed = (link.url for link in parsed.links if not link.nofollow)
+        hosts = followed_links(followed, run.scope, run.follow, max_length=cfg.max_url_length)
         return parsed, hosts
 
     async def _hop_check(self, url: str, run: _Run) -> HopVerdict:

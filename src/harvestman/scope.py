@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from harvestman.errors import InvalidUrlError
-from harvestman.urls import host_of, registered_domain
+from harvestman.urls import host_of, normalize_with_host, registered_domain
 
 SCOPE_MODES = ("host", "domain", "any")
+_UNSEEN: tuple[str, str] = ("", "")  # a link not yet in the answers (compared by identity)
 
 
 class Scope:
@@ -55,3 +56,27 @@ class Scope:
             if pattern.search(url):
                 return f"matches exclude pattern {pattern.pattern}"
         return None
+
+
+def followed_links(links: Iterable[str], scope: Scope, answers: dict[str, tuple[str, str] | None], *,
+                   max_length: int) -> dict[str, str]:
+    """The resolved `links` worth following, normalized, with their hosts, in document order.
+
+    `answers` remembers each link's (normalized URL, host), or None when it is invalid or out of
+    scope: navigation and popular pages appear on page after page, and one dict lookup a link is
+    cheaper than a normalization and a scope check. Keep it for as long as `scope` holds.
+    """
+    hosts: dict[str, str] = {}
+    for link in links:
+        target = answers.get(link, _UNSEEN)
+        if target is _UNSEEN:
+            try:
+                target = normalize_with_host(link, max_length=max_length)
+            except InvalidUrlError:
+                target = None
+            if target is not None and not scope.allows(*target):
+                target = None
+            answers[link] = target
+        if target is not None and target[0] not in hosts:
+            hosts[target[0]] = target[1]
+    return hosts

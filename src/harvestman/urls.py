@@ -147,16 +147,9 @@ def normalize(url: str, *, max_length: int = 2048, max_segment_repeats: int = MA
 def normalize_with_host(
     url: str, *, max_length: int = 2048, max_segment_repeats: int = MAX_SEGMENT_REPEATS
 ) -> tuple[str, str]:
-    """`normalize(url)` and the host of the result, from one parse (for the per-link hot path).
-
-    Answers are cached: the same links (navigation, popular pages) turn up on page after page.
-    """
-    return _normalize_cached(url, max_length, max_segment_repeats)
-
-
-@functools.lru_cache(maxsize=1 << 16)
-def _normalize_cached(url: str, max_length: int, max_repeats: int) -> tuple[str, str]:
-    return _normalize(url, max_length, max_repeats, again=True)
+    """`normalize(url)` and the host of the result, from one parse (for the per-link hot path;
+    `scope.followed_links` remembers the answers for a crawl)."""
+    return _normalize(url, max_length, max_segment_repeats, again=True)
 
 
 def _normalize(url: str, max_length: int, max_repeats: int, *, again: bool) -> tuple[str, str]:
