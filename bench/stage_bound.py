@@ -59,8 +59,8 @@ def crawl_with_stubs(stubs: str, web: Path, port: int, argv: list[str]) -> None:
             table[url] = parse_html(page.read_text(encoding="utf-8"), url, with_text=False)
         harvestman.engine.parse_html = lambda text, url, **kwargs: table[url]
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    prepared = {"cpu": usage.ru_utime + usage.ru_stime, "wall": time.perf_counter() - _STARTED}
-    (web.parent / "prepared.txt").write_text(f"{prepared['cpu']} {prepared['wall']}")
+    cpu, wall = usage.ru_utime + usage.ru_stime, time.perf_counter() - _STARTED
+    (web.parent / "prepared.txt").write_text(f"{cpu} {wall}")
     sys.argv = ["harvestman", *argv]
     sys.exit(main())
 
