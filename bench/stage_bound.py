@@ -94,8 +94,12 @@ def main() -> None:
                         cmd = [sys.executable, __file__, "--child", VARIANTS[name], str(root / "web"),
                                str(port), "crawl", "-i", str(seeds), "--out", str(out), "--quiet",
                                "--allow-net", "127.0.0.0/8"]
+                        prepared = root / "prepared.txt"
+                        prepared.unlink(missing_ok=True)  # never the figures of an earlier run
                         run = measure(name, cmd, server, root)
-                        cpu, wall = map(float, (root / "prepared.txt").read_text().split())
+                        if not prepared.exists():
+                            sys.exit(f"{name}: the crawl ended before it started")
+                        cpu, wall = map(float, prepared.read_text().split())
                         run = replace(run, cpu=run.cpu - cpu, wall=run.wall - wall)
                     runs[name].append(run)
                     print(f"run {n + 1} {name}: {run.pages} pages, {run.pages_per_s:,.0f} pages/s, "
