@@ -1,7 +1,7 @@
 """Crawl a synthetic web with harvestman and, in the same run, with wget2 and Scrapy where installed.
 
     python bench/crawl_vs_peers.py [--hosts 100] [--pages 201] [--runs 1] [--peers wget2,scrapy]
-                                   [--workers N] [-- extra harvestman crawl options]
+                                   [--baseline CHECKOUT] [-- extra harvestman crawl options]
 
 The web (bench/synthweb.py) is served by nginx by destination address, one loopback address a host.
 Each tool crawls it from every host's front page, robots.txt obeyed, every link followed, 2
@@ -10,6 +10,10 @@ aside), wall seconds, pages/s, CPU ms per page (user + system of the whole proce
 (of the whole process tree, sampled every 20 ms), and harvestman's ratio to each peer. With --runs
 above 1 the tools take turns and medians are printed. Run from the repository root with nginx
 installed; Scrapy is looked for as `scrapy` on PATH or given with --scrapy.
+
+With --baseline CHECKOUT (another checkout of harvestman, e.g. a `git worktree` of the commit a change
+started from), that checkout's harvestman crawls the same web as one more peer, `harvestman@base`,
+taking turns with this one: the before-and-after figures of a change, measured in the same run.
 """
 
 from __future__ import annotations
@@ -76,12 +80,13 @@ def wget2_command(folder: Path, *inputs: str) -> list[str]:
             "-P", str(folder), *inputs]
 
 
-def measure(tool: str, cmd: list[str], server: NginxServer, cwd: Path) -> Run:
-    """Run `cmd` to its end and return what it fetched and cost."""
+def measure(tool: str, cmd: list[str], server: NginxServer, cwd: Path,
+            env: dict[str, str] | None = None) -> Run:
+    """Run `cmd` (with `env`, if given) to its end and return what it fetched and cost."""
     before_log = len(server.requests())
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     with TreePeak(proc.pid) as peak:
         _, stderr = proc.communicate()
         wall = time.perf_counter() - started
@@ -126,6 +131,8 @@ def main() -> None:
     parser.add_argument("--peers", default="wget2,scrapy", help="comma-separated; '' for none")
     parser.add_argument("--scrapy", default=shutil.which("scrapy"), help="the scrapy command")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--baseline", type=Path, metavar="CHECKOUT",
+                        help="also crawl with the harvestman of this checkout (its src/ first on the path)")
     parser.add_argument("extra", nargs="*", help="extra options for `harvestman crawl` (after --)")
     args = parser.parse_args()
     hosts = host_addresses(args.hosts)
@@ -137,11 +144,16 @@ def main() -> None:
         seeds = [f"http://{host}:{port}/" for host in hosts]
         (root / "seeds.txt").write_text("\n".join(seeds) + "\n")
         (root / "spider.py").write_text(SCRAPY_SPIDER.format(seeds=seeds))
-        tools: dict[str, Callable[[int], list[str]]] = {
-            "harvestman": lambda n: [sys.executable, "-m", "harvestman.cli", "crawl", "-i",
-                                     str(root / "seeds.txt"), "--out", str(root / f"h{n}"), "--quiet",
-                                     "--allow-net", "127.0.0.0/8", *args.extra],
-        }
+        def harvestman(out: str) -> list[str]:
+            return [sys.executable, "-m", "harvestman.cli", "crawl", "-i", str(root / "seeds.txt"),
+                    "--out", str(root / out), "--quiet", "--allow-net", "127.0.0.0/8", *args.extra]
+
+        here = str(Path(__file__).resolve().parent.parent / "src")
+        envs: dict[str, dict[str, str]] = {"harvestman": {**os.environ, "PYTHONPATH": here}}
+        tools: dict[str, Callable[[int], list[str]]] = {"harvestman": lambda n: harvestman(f"h{n}")}
+        if args.baseline:
+            tools["harvestman@base"] = lambda n: harvestman(f"b{n}")
+            envs["harvestman@base"] = {**os.environ, "PYTHONPATH": str(args.baseline.resolve() / "src")}
         peers = [p for p in args.peers.split(",") if p]
         if "wget2" in peers and shutil.which("wget2"):
             tools["wget2"] = lambda n: wget2_command(root / f"w{n}", "-i", str(root / "seeds.txt"))
@@ -151,7 +163,7 @@ def main() -> None:
         with NginxServer(root / "web", hosts, port, by_address=True) as server:
             for n in range(args.runs):
                 for tool, cmd in tools.items():
-                    run = measure(tool, cmd(n), server, root)
+                    run = measure(tool, cmd(n), server, root, envs.get(tool))
                     runs[tool].append(run)
                     print(f"run {n + 1} {tool}: {run.pages} pages in {run.wall:.2f} s, "
                           f"{run.pages_per_s:,.0f} pages/s, {run.cpu_ms_per_page:.2f} ms CPU a page",
