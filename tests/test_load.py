@@ -75,7 +75,8 @@ RSS_PEAK_LIMIT_MB = 600.0
 # this 2-core machine is shared: a neighbour that takes a core for seconds can cost a third of the
 # rate in one half, and medians of windows only ride out shorter stalls. What it still catches is
 # a crawl that slows as it goes (a per-page cost growing with the URLs known or fetched), which
-# halves the rate of a 10^5-page soak long before it is noticed any other way.
+# halves the rate of a 10^5-page soak long before it is noticed any other way. Measured: ratios
+# of 1.41 and 1.31 (the late half is the faster, its caches filled), so 0.5 leaves a wide margin.
 RATE_STABILITY_MIN = 0.5
 RATE_WINDOW = 1.0  # s
 
