@@ -1,3 +1,57 @@
-"""Fixtures shared by every test module."""
+"""Fixtures shared by every test module, and the rule that CI skips nothing it could have run.
+
+A test skips when a real part it needs is missing here (nginx, openssl, atheris, unshare/getent, a
+DNS port, pyarrow): on a developer's machine that is fine, it says what to install. In CI (the CI
+environment variable set, as `CI=true bash .ci/run` runs) .ci/run installs every such part, so a skip
+there means a broken install step and would hide untested code behind a green run: it fails instead,
+naming the missing part. A skip that is not about a missing part keeps being one where its test is
+marked `@pytest.mark.intended_skip`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Generator
+
+import pytest
 
 from tests.httpserver import route_server  # noqa: F401 (a fixture: pytest finds it here)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Register the intended_skip marker."""
+    config.addinivalue_line(
+        "markers", "intended_skip: a skip not about a missing part, so it stays a skip in CI (conftest.py)")
+
+
+def in_ci() -> bool:
+    """Whether this run is CI's (CI set to anything but empty, 0 or false)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def _failed_skip(report: pytest.TestReport | pytest.CollectReport) -> None:
+    """Turn a skip report into a failure that says what was missing."""
+    longrepr = report.longrepr
+    reason = longrepr[2] if isinstance(longrepr, tuple) else str(longrepr)
+    report.outcome = "failed"
+    report.longrepr = (f"skipped in CI, where .ci/run installs every part the tests need, so an install "
+                       f"step is broken: {reason.removeprefix('Skipped: ')}")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None]:
+    """In CI, a test that skipped (not an xfail, not marked intended_skip) fails instead."""
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()
+    if (report.skipped and in_ci() and not hasattr(report, "wasxfail")
+            and item.get_closest_marker("intended_skip") is None):
+        _failed_skip(report)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None]:
+    """In CI, a whole module that skips at import (pytest.importorskip at top level) fails instead."""
+    outcome = yield
+    report: pytest.CollectReport = outcome.get_result()
+    if report.skipped and in_ci():
+        _failed_skip(report)

@@ -25,7 +25,7 @@ from harvestman.sqlite_frontier import SqliteFrontier
 from tests.proctree import TreePeak
 
 MiB = 1024 * 1024
-RSS_LIMIT = 600 * MiB  # RELIABILITY.md: a crawl of hostile servers, all its processes, peaks below this
+RSS_LIMIT = 600 * MiB  # docs/reliability.md: a crawl of hostile servers, all its processes, peaks below this
 _POLL = 0.02  # seconds between checks on a running child
 
 

@@ -1,4 +1,4 @@
-"""The webs of RELIABILITY.md "Load" and what a crawl of them is judged by.
+"""The webs of docs/reliability.md "Load" and what a crawl of them is judged by.
 
 The load web: one big host with many tiny pages beside many small hosts with a few each; the soak
 web: a hundred hosts of a thousand tiny pages, a steady load. Both are written to disk for

@@ -1,4 +1,4 @@
-"""Crash safety (RELIABILITY.md): SIGKILL the crawler at random and at chosen moments, resume, lose nothing.
+"""Crash safety (docs/reliability.md): SIGKILL the crawler at random and chosen moments, resume, lose nothing.
 
 After every kill the crawl folder is read as the kill left it: the database passes its integrity check,
 every URL known before stays known in one state, every committed response is in a WARC file that reads

@@ -4,12 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+from pathlib import Path
+
+import pytest
 
 from harvestman.addrguard import AddressGuard
-from harvestman.errors import ConnectFetchError, TimeoutFetchError
-from harvestman.fetcher import FOLLOW, Fetcher, HopVerdict, is_transient
-from harvestman.records import FetchResult, HttpRequest, HttpResponse
+from harvestman.config import CrawlConfig
+from harvestman.engine import Crawler
+from harvestman.errors import ConnectFetchError, RedirectRefusedError, TimeoutFetchError
+from harvestman.fetcher import FOLLOW, Fetcher, HopVerdict, is_transient, redirect_target
+from harvestman.parse import parse_html
+from harvestman.records import FetchResult, HttpRequest, HttpResponse, UrlState
 from harvestman.transport import CurlTransport, MemoryTransport, TransportSettings, make_response
+from tests.conformance import url_cases
+from tests.crawlcheck import consistent_records
 from tests.httpserver import Handler, RouteServer, RouteValue
 
 A = "http://a.test"
@@ -156,3 +164,102 @@ def test_over_real_sockets_redirect_then_gzip() -> None:
     assert to_file_result.error_class == "redirect_refused"
     assert loop.error_class == "too_many_redirects"
     assert srv.paths.count("/loop") == 6
+
+
+# ----- redirect targets are resolved as links are: the URL Standard, as a browser does ----------------------
+
+
+def test_redirect_targets_resolve_as_the_whatwg_url_tests_say() -> None:
+    """Every urltestdata case with a base, as a Location relative to that base: the fetcher's own
+    resolution must give the href the URL Standard gives (http(s) only; anything else is refused)."""
+    cases = [c for c in url_cases() if c["base"] is not None]
+    assert len(cases) > 300
+    misses = []
+    for case in cases:
+        href = case.get("href", "")
+        expected = None if case.get("failure") or not href.startswith(("http://", "https://")) else href
+        try:
+            got: str | None = redirect_target(case["input"], case["base"])
+        except RedirectRefusedError:
+            got = None
+        if got != expected:
+            misses.append((case["input"], case["base"], expected, got))
+    assert not misses
+    assert sum(1 for c in cases if c.get("href", "").startswith("http")) > 100  # not all refusals
+
+
+def test_a_redirect_goes_where_the_same_link_would() -> None:
+    base = "http://a.test/dir/page"
+    for href in ("/\\evil.test/x", "\\\\evil.test\\y", "//evil.test/z", "../up?q=1#f", " \t/sp ace\n"):
+        links = parse_html(f'<a href="{href}">x</a>', base).links
+        assert [link.url for link in links] == [redirect_target(href, base)], href
+    assert redirect_target("/\\evil.test/x", base) == "http://evil.test/x"
+
+
+def _backslash_servers() -> tuple[RouteServer, RouteServer]:
+    """A server on 127.0.0.2 and one on 127.0.0.1 that redirects /go to `/\\127.0.0.2:PORT/x`."""
+    other = RouteServer({"/x": (200, {"Content-Type": "text/plain"}, b"other host")}, host="127.0.0.2")
+    main = RouteServer({
+        "/go": (302, {"Location": f"/\\127.0.0.2:{other.port}/x"}, b""),
+        # The raw UTF-8 bytes of "/é" (the server writes headers as latin-1, one byte a character).
+        "/utf8": (302, {"Location": "/\xc3\xa9"}, b""),
+        "/%C3%A9": (200, {"Content-Type": "text/plain"}, b"e-acute"),
+    }, host="127.0.0.1")
+    return main, other
+
+
+def test_over_real_sockets_a_backslash_location_goes_where_a_browser_goes() -> None:
+    main, other = _backslash_servers()
+    checked: list[str] = []
+
+    async def record(url: str) -> HopVerdict:
+        checked.append(url)
+        return FOLLOW
+
+    async def refuse_other_hosts(url: str) -> HopVerdict:
+        return FOLLOW if url.startswith(main.url("/")) else HopVerdict(False, "out of scope")
+
+    async def fetch_all() -> list[FetchResult]:
+        results = []
+        for allow, check, path in (("127.0.0.0/8", record, "/go"), ("127.0.0.0/8", record, "/utf8"),
+                                   ("127.0.0.0/8", refuse_other_hosts, "/go"), ("127.0.0.1/32", None, "/go")):
+            transport = CurlTransport(TransportSettings(user_agent="t", guard=AddressGuard([allow])))
+            try:
+                fetcher = Fetcher(transport, hop_check=check)
+                results.append(await fetcher.fetch(main.url(path), timeout=5, max_size=1 << 20))
+            finally:
+                await transport.aclose()
+        return results
+
+    with main, other:
+        followed, utf8, out_of_scope, blocked = asyncio.run(fetch_all())
+    target = other.url("/x")  # http://127.0.0.2:PORT/x; urljoin made it http://127.0.0.1:P/%5C127.0.0.2:PORT/x
+    assert followed.status == 200 and followed.body == b"other host" and followed.final_url == target
+    assert [(h.url, h.location) for h in followed.redirects] == [(main.url("/go"), target)]
+    assert checked == [target, main.url("/%C3%A9")]  # the hop check judged the URL that was fetched
+    assert utf8.status == 200 and utf8.body == b"e-acute"
+    assert out_of_scope.error_class == "redirect_refused" and "out of scope" in out_of_scope.error_message
+    # The address guard also judged the resolved host: 127.0.0.2 is outside the allowed 127.0.0.1/32.
+    assert blocked.error_class == "blocked_address" and blocked.final_url == target
+    assert main.paths == ["/go", "/utf8", "/%C3%A9", "/go", "/go"]
+    assert other.paths == ["/x"]  # only the first fetch reached the other host
+
+
+@pytest.mark.parametrize("guard", ["scope", "robots"])
+def test_a_crawl_judges_a_backslash_redirect_by_the_host_it_goes_to(tmp_path: Path, guard: str) -> None:
+    """The engine's hop check (scope, then robots.txt) sees `http://127.0.0.2:PORT/x`, not a path on
+    the redirecting host: out of scope for `--scope host`, and disallowed by 127.0.0.2's robots.txt."""
+    main, other = _backslash_servers()
+    other.routes["/robots.txt"] = (200, {"Content-Type": "text/plain"}, b"User-agent: *\nDisallow: /x\n")
+    with main, other:
+        cfg = CrawlConfig(seeds=(main.url("/go"),), out_dir=tmp_path / "out", allow_net=("127.0.0.0/8",),
+                          quiet=True, timeout=10.0, connect_timeout=3.0,
+                          scope="host" if guard == "scope" else "any")
+        asyncio.run(Crawler(cfg).run())
+    record = consistent_records(cfg.out_dir)[main.url("/go")]
+    assert record.state == UrlState.REDIRECT_TEMP and record.error_class == "redirect_refused"
+    assert "127.0.0.2" in record.error_message
+    if guard == "robots":
+        assert "robots.txt" in record.error_message
+    assert other.paths == ([] if guard == "scope" else ["/robots.txt"])
+    assert main.paths == ["/robots.txt", "/go"]

@@ -1,4 +1,4 @@
-"""Hostile or broken servers, crawl by crawl (RELIABILITY.md, "Hostile or broken servers").
+"""Hostile or broken servers, crawl by crawl (docs/reliability.md, "Hostile or broken servers").
 
 Each test runs a real `Crawler` (libcurl transport, SQLite frontier, WARC writer) against a hostile
 loopback server (tests/hostile.py) and, at the same time, a well-behaved host. A case passes when the
@@ -328,7 +328,7 @@ def test_credentials_do_not_cross_origins_on_redirect(tmp_path: Path, good: Rout
 
 
 def test_credentials_do_not_follow_a_downgrade_from_https(tmp_path: Path, good: RouteServer) -> None:
-    # RELIABILITY.md's chain: https://a -> http://a:other-port -> http://b, each server echoing headers.
+    # docs/reliability.md's chain: https://a -> http://a:other-port -> http://b, each server echoing headers.
     host_a, host_b = "127.3.0.18", "127.3.0.19"
     pki = make_pki(tmp_path / "pki")
     cert = pki.server_cert("a", names=("a.test",), ips=(host_a,))

@@ -1,7 +1,7 @@
 """Hostile or broken servers, the cases test_hostile_crawl leaves out, through the real CLI.
 
 Each test runs `harvestman crawl` as a child process beside a well-behaved host and checks the three
-things every row of RELIABILITY.md's "Hostile or broken servers" table asks for: the crawl as a whole
+things every row of docs/reliability.md's "Hostile or broken servers" table asks for: the crawl as a whole
 goes on (the good host is fetched in full), the hostile URL ends in a recorded state with its reason,
 and memory stays bounded (the peak RSS summed over the crawler's processes). Covered here: slot
 release and other hosts' throughput beside slowloris hosts; TCP resets before and during a body;

@@ -1,4 +1,4 @@
-"""Path traversal (RELIABILITY.md, "path traversal"): hostile URLs and Content-Disposition headers
+"""Path traversal (docs/reliability.md, "path traversal"): hostile URLs and Content-Disposition headers
 never choose where a file is written.
 
 A loopback server answers every path with a page whose Content-Disposition names a file outside the

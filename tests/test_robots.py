@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,14 +10,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harvestman.robots import RobotsCache, RobotsRules, agent_token, path_of, rules_for_response
+from tests.conformance import robots_data
 
-CASES_FILE = Path("/work/shared/conformance/robots_rfc9309_cases.json")
 UA = "harvestman/0.1 (+https://pypi.org/project/harvestman/)"
 
 
 def _cases(google_specific: bool) -> list[dict[str, Any]]:
-    data = json.loads(CASES_FILE.read_text(encoding="utf-8"))
-    return [c for c in data["cases"] if c["google_specific"] is google_specific]
+    return [c for c in robots_data()["cases"] if c["google_specific"] is google_specific]
 
 
 def _verdict(case: dict[str, Any]) -> bool:

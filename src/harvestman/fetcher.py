@@ -23,6 +23,7 @@ from harvestman.errors import (
 )
 from harvestman.records import FetchResult, HttpRequest, HttpResponse, RedirectHop, Timings
 from harvestman.transport import Transport
+from harvestman.urls import resolve
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 FETCHABLE_SCHEMES = frozenset({"http", "https"})
@@ -84,6 +85,28 @@ def _scheme(url: str) -> str:
     return urllib.parse.urlsplit(url).scheme.lower()
 
 
+def redirect_target(location: str, current: str) -> str:
+    """Where a redirect from `current` to `location` goes, resolved as links are; refused unless http(s)."""
+    # The URL Standard (urls.resolve, as for links), not urllib's urljoin: that keeps "/\evil.test/x"
+    # on the current host, where a browser goes to evil.test, so the hop's scope, robots.txt and
+    # address checks would judge another URL than the one a browser, a proxy or a later crawl visits.
+    target = resolve(location, current)
+    if target is None:
+        raise RedirectRefusedError(f"redirect to an invalid URL: {location[:200]!r}")
+    if _scheme(target) not in FETCHABLE_SCHEMES:
+        raise RedirectRefusedError(f"redirect to a non-http(s) URL: {target[:200]!r}")
+    return target
+
+
+def _header_text(value: str) -> str:
+    """A header value read as latin-1 (one character a byte), decoded as UTF-8 as browsers do for
+    Location: raw UTF-8 bytes become the characters they spell, invalid bytes U+FFFD."""
+    try:
+        return value.encode("latin-1").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # not read from the wire (a test's canned response): already text
+        return value
+
+
 class Fetcher:
     """Follows redirects (at most `max_redirects` hops, http(s) only, each hop checked) over a transport."""
 
@@ -118,12 +141,10 @@ class Fetcher:
                 location = response.header("location")
                 if response.status not in REDIRECT_STATUSES or not location:
                     break
-                target = urllib.parse.urljoin(current, location.strip())
+                target = redirect_target(_header_text(location), current)
                 if len(hops) >= self.max_redirects:
                     raise TooManyRedirectsError(
                         f"more than {self.max_redirects} redirects (last to {target[:200]})")
-                if _scheme(target) not in FETCHABLE_SCHEMES:
-                    raise RedirectRefusedError(f"redirect to a non-http(s) URL: {target[:200]!r}")
                 if self.hop_check is not None:
                     verdict = await self.hop_check(target)
                     if verdict.refusal:

@@ -1,10 +1,12 @@
 """The transport boundary: one HTTP GET in, one response out; redirects are handled above it.
 
-`CurlTransport` drives libcurl's multi-socket API from the asyncio event loop (measured fastest:
-~77 µs of client CPU a request, see DESIGN.md). libcurl tells us which sockets to watch
-(SOCKETFUNCTION) and when to wake it (TIMERFUNCTION); the loop calls `socket_action` back, so no
-thread and no polling. Bodies are decoded by `content.BodyDecoder` inside WRITEFUNCTION rather
-than by libcurl, so the size cap applies to decoded bytes and a bomb is stopped early.
+`CurlTransport` drives libcurl's multi-socket API from the asyncio event loop (measured fastest of
+five clients against nginx on loopback, 20k requests at concurrency 100: ~77 µs of client CPU a
+request, against 238 µs for aiohttp and 1.3-4.5 ms for niquests and httpx). libcurl tells us which
+sockets to watch (SOCKETFUNCTION) and when to wake it (TIMERFUNCTION); the loop calls
+`socket_action` back, so no thread and no polling. Bodies are decoded by `content.BodyDecoder`
+inside WRITEFUNCTION rather than by libcurl, so the size cap applies to decoded bytes and a bomb is
+stopped early.
 `MemoryTransport` serves canned responses for unit tests.
 """
 
