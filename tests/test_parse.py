@@ -194,6 +194,12 @@ def test_malformed_html() -> None:
     assert page.text == ""
 
 
+def test_href_is_trimmed_as_the_url_standard_trims() -> None:
+    # C0 controls and spaces go; a no-break space is part of the URL and is percent-encoded.
+    page = parse_html('<a href="\t /a \n">x</a><a href="/b\u00a0">y</a>', PAGE)
+    assert [link.url for link in page.links] == ["http://example.com/a", "http://example.com/b%C2%A0"]
+
+
 def test_bad_page_url_keeps_absolute_links() -> None:
     page = parse_html('<a href="/rel">r</a><a href="http://abs.example/">a</a>', "not a url")
     assert [link.url for link in page.links] == ["http://abs.example/"]

@@ -86,11 +86,16 @@ def _resolve_http(href: str, base: str) -> str | None:
     return resolved
 
 
+# What the URL Standard strips from both ends of an input (str.strip() would also take U+00A0 and
+# other Unicode spaces, which the Standard percent-encodes, as ada does for redirect Locations).
+_C0_CONTROL_OR_SPACE = "".join(map(chr, range(0x21)))
+
+
 def _http_url(href: str | None, base: str, origin: str) -> str | None:
     """`href` joined to `base` when the result is http(s); `origin`: `base` up to its path."""
     if not href:
         return None
-    href = href.strip()
+    href = href.strip(_C0_CONTROL_OR_SPACE)
     # Site-wide links ("/about", "http://x/") resolve the same from every page: passing a base
     # that depends only on what the result depends on lets the cache answer most links.
     if href[:1] == "/" and href[1:2] != "/":
