@@ -1,4 +1,4 @@
-"""CrawlConfig checks every field at construction: wrong types are refused by name, natural forms converted."""
+"""CrawlConfig checks every field at construction: wrong types refused by name, natural forms converted."""
 
 from __future__ import annotations
 
@@ -42,7 +42,10 @@ def test_every_field_refuses_a_wrong_type_through_a_mapping(name: str) -> None:
         config_from_mapping({name.replace("_", "-"): Odd()})
 
 
-@pytest.mark.parametrize("name", [f.name for f in dataclasses.fields(CrawlConfig) if str(f.type).startswith("tuple")])
+TUPLE_FIELDS = [f.name for f in dataclasses.fields(CrawlConfig) if str(f.type).startswith("tuple")]
+
+
+@pytest.mark.parametrize("name", TUPLE_FIELDS)
 def test_tuple_fields_refuse_an_item_of_the_wrong_type(name: str) -> None:
     with pytest.raises(ConfigError, match=f"'{name}' wants"):
         CrawlConfig(**{name: _wrong_item(name)})
