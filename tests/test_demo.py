@@ -1,16 +1,30 @@
-"""The bundled demo web: pages, robots.txt, port substitution, redirect, 404, conditional GET, ranges."""
+"""The bundled demo web: pages, robots.txt, port substitution, redirect, 404, conditional GET, ranges;
+the `demo_web()` helper for programs, and the guide `harvestman demo` prints after its crawl."""
 
 from __future__ import annotations
 
 import http.client
 import ipaddress
+import re
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
+import harvestman
 from harvestman.config import config_from_mapping
-from harvestman.demo import DEMO_ROOT, DEMO_SITES, DemoServer, demo_config_values
+from harvestman.demo import (
+    DEMO_ROOT,
+    DEMO_SIGHTS,
+    DEMO_SITES,
+    DemoServer,
+    demo_config_values,
+    demo_guide,
+    demo_web,
+)
+from harvestman.records import UrlRecord, UrlState
+from tests.crawlcheck import run_cli
 
 
 @pytest.fixture(scope="module")
@@ -121,3 +135,81 @@ def test_start_stop_and_fixed_port(tmp_path: Path) -> None:
     with DemoServer(root=tmp_path, port=port, sites=DEMO_SITES[:1]) as again:
         assert again.port == port
         assert _get(again, A, "/")[2] == f"port {port}".encode()
+
+
+def test_demo_web_hands_a_program_what_it_needs_to_reach_the_demo() -> None:
+    with demo_web() as web:
+        port = web.server.port
+        assert web.seeds == (f"http://site-a.demo:{port}/",)
+        assert web.urls == tuple(f"http://{s.host}:{port}{s.path}" for s in DEMO_SIGHTS)
+        results = {r.url: r for r in harvestman.download(web.urls, **web.options)}
+        requests = web.server.requests()
+    assert not _answers(web.server)  # stopped when the block ends
+
+    def result(host: str, path: str) -> harvestman.FetchResult:
+        return results[f"http://{host}:{port}{path}"]
+
+    assert result("site-a.demo", "/").ok
+    assert result("site-a.demo", "/private/ledger.html").error_class == "robots"
+    assert result("site-a.demo", "/private/index.html").error_class == "robots"
+    missing = result("site-a.demo", "/missing.html")
+    assert missing.status == 404 and not missing.error and not missing.ok
+    moved = result("site-a.demo", "/old-news.html")
+    assert moved.ok and moved.final_url == f"http://site-a.demo:{port}/news.html"
+    assert result("site-a.demo", "/images/logo.png").is_binary
+    assert result("site-b.demo", "/only-in-sitemap.html").ok  # named directly, so fetched
+    assert not [r for r in requests if r.path.startswith("/private/")]
+    robots = sorted(r.host for r in requests if r.path == "/robots.txt")
+    assert robots == ["site-a.demo", "site-b.demo"]  # once per host the URLs are on
+
+
+def _answers(server: DemoServer) -> bool:
+    """Whether anything still answers on the demo's first address."""
+    try:
+        _get(server, A, "/")
+    except OSError:
+        return False
+    return True
+
+
+def test_a_crawl_configured_from_demo_web_crosses_the_three_sites(tmp_path: Path) -> None:
+    with demo_web() as web:
+        config = harvestman.CrawlConfig(seeds=web.seeds, out_dir=tmp_path / "out", max_pages=60, scope="any",
+                                        workers=1, quiet=True, **web.options)
+        hosts = {urlsplit(page.result.final_url).hostname for page in harvestman.Crawler(config)}
+    assert hosts == {"site-a.demo", "site-b.demo", "site-c.demo"}
+
+
+def _record(state: UrlState, status: int, error_class: str = "") -> UrlRecord:
+    return UrlRecord("", "", state, 0, 0, 0.0, "", 0.0, 0.0, status, error_class,
+                     "", "", "", "", "", 0, 0, "")
+
+
+def test_demo_guide_reports_each_sight_and_the_commands(demo: DemoServer, tmp_path: Path) -> None:
+    records = {demo.url(s.host, s.path): _record(UrlState.FETCHED, 200) for s in DEMO_SIGHTS}
+    ledger = demo.url("site-a.demo", "/private/ledger.html")
+    records[ledger] = _record(UrlState.GONE, 0, "robots")
+    records[demo.url("site-b.demo", "/only-in-sitemap.html")] = None
+    guide = demo_guide(demo, tmp_path, records)
+    for sight in DEMO_SIGHTS:
+        assert demo.url(sight.host, sight.path) in guide and sight.shows in guide
+    assert f"{ledger}   gone (robots), 0 requests" in guide
+    assert f"{demo.url('site-b.demo', '/only-in-sitemap.html')}   not in the crawl" in guide
+    assert f"harvestman status {tmp_path}" in guide and f"harvestman export {tmp_path}" in guide
+    assert f"{tmp_path / 'warc'}/" in guide
+
+
+def test_the_demo_command_says_what_to_look_at(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    done = run_cli("demo", "--out", str(out), "-q", timeout=60)
+    assert done.returncode == 0, done.stderr
+    port = re.search(r"http://site-a\.demo:(\d+)/", done.stdout)
+    assert port, done.stdout
+    base = f"http://site-a.demo:{port.group(1)}"
+    # The states printed are the crawl's own: robots.txt kept the ledger out, the 404 and the 301 recorded.
+    assert f"{base}/private/ledger.html   gone (robots), 0 requests" in done.stdout
+    assert f"{base}/missing.html   gone (http_404), 1 request" in done.stdout
+    assert f"{base}/old-news.html   redirect_perm (HTTP 301), 1 request" in done.stdout
+    assert f"http://site-b.demo:{port.group(1)}/only-in-sitemap.html   not in the crawl" in done.stdout
+    assert f"harvestman status {out}" in done.stdout and f"harvestman export {out}" in done.stdout
+    assert f"{out / 'warc'}/" in done.stdout and list((out / "warc").glob("*.warc.gz"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import itertools
 import socket
 import threading
 import time
@@ -148,7 +149,9 @@ def test_a_url_that_always_fails_gives_up_after_retries_plus_one_attempts() -> N
 
     with RawServer(hang_up, host="127.1.0.6") as dead:
         start = time.monotonic()
-        [result] = list(harvestman.download([dead.url("/")], allow_net=LOOPBACK, retries=2, timeout=5))
+        # obey_robots off: robots.txt on this server fails too, and would be waited for (tested below).
+        [result] = list(harvestman.download([dead.url("/")], allow_net=LOOPBACK, retries=2, timeout=5,
+                                            obey_robots=False))
         elapsed = time.monotonic() - start
         time.sleep(0.05)
         connections = dead.connections
@@ -169,8 +172,9 @@ def test_a_server_error_that_persists_ends_with_the_last_status() -> None:
 def test_a_404_is_not_retried() -> None:
     with RouteServer({}, host="127.1.0.8") as srv:
         [result] = list(harvestman.download([srv.url("/gone")], allow_net=LOOPBACK, retries=3))
-    assert srv.paths == ["/gone"]
+    assert srv.paths == ["/robots.txt", "/gone"]
     assert result.status == 404 and result.attempt == 1 and not result.error and not result.server_success
+    assert not result.ok  # a 404 is no error, and not a success either
 
 
 def test_started_at_is_when_the_first_attempt_began() -> None:
@@ -196,7 +200,8 @@ def test_a_trickling_server_is_cut_at_the_timeout() -> None:
 
     with RawServer(trickle, host="127.1.0.9") as srv:
         start = time.monotonic()
-        [result] = list(harvestman.download([srv.url("/")], allow_net=LOOPBACK, timeout=1.0, retries=0))
+        [result] = list(harvestman.download([srv.url("/")], allow_net=LOOPBACK, timeout=1.0, retries=0,
+                                            obey_robots=False))
         elapsed = time.monotonic() - start
         stop.set()
     assert 0.9 <= elapsed < 2.5
@@ -245,11 +250,14 @@ def test_private_addresses_are_refused_without_allow_net() -> None:
         )
         time.sleep(0.2)  # any connection would have been accepted by now
         assert canary.connections == 0
-    assert public.paths == ["/hop"]
+    assert public.paths == ["/robots.txt", "/hop"]
     for [result] in (direct, hop):
         assert result.error and result.error_class == "blocked_address" and result.attempt == 1
-        assert "127.0.0.1" in result.error_message and result.status == 0
-    assert hop[0].redirects == (RedirectHop(public.url("/hop"), 302, canary.url("/secret")),)
+        assert "refused to connect to 127.0.0.1" in result.error_message
+    assert direct[0].status == 0
+    # The hop is refused when its robots.txt is asked for (as the crawler does): the 302 is the result.
+    assert hop[0].status == 302 and hop[0].redirects == () and hop[0].final_url == public.url("/hop")
+    assert canary.url("/secret") in hop[0].error_message
 
 
 def _loop_threads() -> list[threading.Thread]:
@@ -321,3 +329,127 @@ def test_a_long_list_is_read_lazily_through_a_bounded_window() -> None:
     first_seen_at, count = asyncio.run(main())
     assert count == 3000
     assert first_seen_at <= 10 * 8 + 1  # the window: concurrency x WINDOW_PER_SLOT, not the whole list
+
+
+# robots.txt: download() is as polite as the crawler.
+
+ROBOTS = (200, {"Content-Type": "text/plain"}, b"User-agent: *\nDisallow: /private/\n")
+PAGE = (200, {"Content-Type": "text/html"}, b"<p>page</p>")
+
+
+def test_ok_is_no_error_and_a_2xx_status() -> None:
+    assert FetchResult("u", "u", status=200).ok and FetchResult("u", "u", status=204).ok
+    assert not FetchResult("u", "u", status=404).ok  # no error, yet no success
+    assert not FetchResult("u", "u", status=301).ok
+    assert not FetchResult("u", "u", status=200, error_class="content").ok  # a response, but a failure
+    assert not FetchResult("u", "u").ok
+
+
+def test_robots_txt_is_read_once_per_origin_and_disallowed_urls_are_never_requested() -> None:
+    routes = {"/robots.txt": ROBOTS, "/a": PAGE, "/b": PAGE, "/private/x": PAGE, "/private/y": PAGE}
+    with RouteServer(routes, host="127.1.0.20") as one, RouteServer(routes, host="127.1.0.21") as two:
+        urls = [srv.url(p) for srv in (one, two) for p in ("/a", "/b", "/private/x", "/private/y")]
+        results = {r.url: r for r in harvestman.download(urls, allow_net=LOOPBACK)}
+    assert sorted(results) == sorted(urls)
+    for srv in (one, two):
+        assert srv.paths[0] == "/robots.txt" and sorted(srv.paths) == ["/a", "/b", "/robots.txt"]
+        assert results[srv.url("/a")].ok and results[srv.url("/b")].ok
+        for path in ("/private/x", "/private/y"):
+            refused = results[srv.url(path)]
+            assert refused.error and refused.error_class == "robots" and not refused.ok
+            assert refused.status == 0 and refused.attempt == 1
+            assert f"disallowed by {srv.url('/robots.txt')}" in refused.error_message
+
+
+def test_obey_robots_false_asks_for_no_robots_txt() -> None:
+    with RouteServer({"/robots.txt": ROBOTS, "/private/x": PAGE}, host="127.1.0.22") as srv:
+        [result] = list(harvestman.download([srv.url("/private/x")], allow_net=LOOPBACK, obey_robots=False))
+    assert srv.paths == ["/private/x"] and result.ok
+
+
+def test_a_redirect_hop_is_checked_against_its_targets_robots_txt() -> None:
+    target_routes = {"/robots.txt": ROBOTS, "/private/x": PAGE, "/open": PAGE}
+    with RouteServer(target_routes, host="127.1.0.24") as target, RouteServer(
+        {
+            "/robots.txt": ROBOTS,
+            "/to-private": (301, {"Location": target.url("/private/x")}, b""),
+            "/to-open": (302, {"Location": target.url("/open")}, b""),
+            "/to-own-private": (301, {"Location": "/private/x"}, b""),
+            "/private/x": PAGE,
+        },
+        host="127.1.0.23",
+    ) as origin:
+        urls = [origin.url(p) for p in ("/to-private", "/to-open", "/to-own-private")]
+        results = {r.url: r for r in harvestman.download(urls, allow_net=LOOPBACK)}
+    assert sorted(target.paths) == ["/open", "/robots.txt"]  # read once for both hops; /private/x never
+    assert "/private/x" not in origin.paths and origin.paths.count("/robots.txt") == 1
+    for path in ("/to-private", "/to-own-private"):
+        refused = results[origin.url(path)]
+        assert refused.error_class == "redirect_refused"
+        assert "disallowed by robots.txt" in refused.error_message
+        assert refused.status == 301 and refused.final_url == origin.url(path) and not refused.ok
+    followed = results[origin.url("/to-open")]
+    assert followed.ok and followed.final_url == target.url("/open") and len(followed.redirects) == 1
+
+
+def test_a_deferred_robots_txt_is_waited_for_and_asked_again() -> None:
+    calls: list[int] = []
+
+    def robots(handler: RouteHandler) -> None:
+        calls.append(1)
+        if len(calls) == 1:
+            handler.send_simple(429, {"Content-Type": "text/plain"}, b"slow down")
+        else:
+            handler.send_simple(*ROBOTS)
+
+    with RouteServer({"/robots.txt": robots, "/a": PAGE, "/private/x": PAGE}, host="127.1.0.25") as srv:
+        # robots_ttl caps how long a 429 on robots.txt defers the host: 1 s here, not 5 minutes.
+        urls = [srv.url("/a"), srv.url("/private/x")]
+        results = {r.url: r for r in harvestman.download(urls, allow_net=LOOPBACK, robots_ttl=1.0)}
+    assert srv.paths == ["/robots.txt", "/robots.txt", "/a"]
+    assert results[srv.url("/a")].ok
+    assert results[srv.url("/private/x")].error_class == "robots"
+
+
+def test_a_robots_txt_that_keeps_deferring_fails_the_urls_after_retries() -> None:
+    with RouteServer({"/robots.txt": (429, {}, b"slow down"), "/a": PAGE}, host="127.1.0.26") as srv:
+        [result] = list(harvestman.download([srv.url("/a")], allow_net=LOOPBACK, robots_ttl=0.3, retries=2))
+    assert srv.paths == ["/robots.txt"] * 3  # asked again after each of `retries` waits, then given up
+    assert result.error_class == "robots_unavailable" and not result.ok and result.status == 0
+    assert "429" in result.error_message and "still deferred" in result.error_message
+
+
+def test_an_unreachable_robots_txt_fails_its_urls_with_the_cause() -> None:
+    with RouteServer({"/robots.txt": (500, {}, b"oops"), "/a": PAGE}, host="127.1.0.27") as srv:
+        [result] = list(harvestman.download([srv.url("/a")], allow_net=LOOPBACK, retries=0))
+    assert srv.paths == ["/robots.txt"]
+    assert result.error_class == "robots_unavailable" and "HTTP 500" in result.error_message
+
+
+def _request_times(robots: bytes, count: int, **options: Any) -> list[float]:
+    """Download `count` pages of one host whose robots.txt is `robots`; when the server saw each."""
+    seen: list[float] = []
+
+    def page(handler: RouteHandler) -> None:
+        seen.append(time.monotonic())
+        handler.send_simple(*PAGE)
+
+    routes: dict[str, Any] = {f"/p{i}": page for i in range(count)}
+    routes["/robots.txt"] = (200, {"Content-Type": "text/plain"}, robots)
+    with RouteServer(routes, host="127.1.0.28") as srv:
+        results = list(harvestman.download([srv.url(f"/p{i}") for i in range(count)], allow_net=LOOPBACK,
+                                           per_host=count, **options))
+    assert len(results) == count and all(r.ok for r in results)
+    return sorted(seen)
+
+
+def test_crawl_delay_spaces_the_fetches_of_a_host_whatever_its_slots() -> None:
+    seen = _request_times(b"User-agent: *\nCrawl-delay: 0.3\n", 4)
+    assert min(b - a for a, b in itertools.pairwise(seen)) >= 0.25  # 4 slots, yet one fetch per 0.3 s
+
+
+def test_crawl_delay_is_capped_by_crawl_delay_cap() -> None:
+    start = time.monotonic()
+    seen = _request_times(b"User-agent: *\nCrawl-delay: 60\n", 3, crawl_delay_cap=0.2)
+    assert min(b - a for a, b in itertools.pairwise(seen)) >= 0.15
+    assert time.monotonic() - start < 30  # not the minutes 60 s apart would take

@@ -230,15 +230,23 @@ def _run_with_workers(cfg: CrawlConfig, count: int) -> int:
 
 
 def run_demo(out: Path | None, quiet: bool) -> int:
-    """Serve the bundled demo web on loopback addresses and crawl it."""
-    from harvestman.demo import DemoServer, demo_config_values
+    """Serve the bundled demo web on loopback addresses, crawl it, and say what to look at."""
+    from harvestman.demo import DEMO_SIGHTS, DemoServer, demo_config_values, demo_guide
+    from harvestman.report import open_crawl
 
     folder = out or Path(tempfile.mkdtemp(prefix="harvestman-demo-"))
     with DemoServer() as server:
         values = demo_config_values(server)
         cfg = config_from_mapping({**values, "out_dir": folder, "quiet": bool(quiet)})
         code = run_crawl(cfg)
-    print(f"demo crawl stored in {folder} (try: harvestman status {folder})")
+        frontier = open_crawl(folder)
+        try:
+            records = {url: frontier.get(url) for url in (server.url(s.host, s.path) for s in DEMO_SIGHTS)}
+        finally:
+            frontier.close()
+        print()
+        print(demo_guide(server, folder, records))
+    print(f"\ndemo crawl stored in {folder}")
     return code
 
 

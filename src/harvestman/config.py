@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import ipaddress
+import math
+import os
 import re
 import tomllib
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,7 +36,12 @@ class ResolveEntry:
 
 @dataclass(frozen=True, slots=True)
 class CrawlConfig:
-    """Every setting of a crawl or a download; defaults are the fast, polite path."""
+    """Every setting of a crawl or a download; defaults are the fast, polite path.
+
+    Every field is checked at construction (a wrong type is a ConfigError naming the field), and the
+    natural forms are taken: a str `out_dir`, lists for the tuple fields, "HOST:PORT:ADDR" strings
+    for `resolve`, a dict for `extra_headers`.
+    """
 
     seeds: tuple[str, ...] = ()
     out_dir: Path = Path("harvestman-out")
@@ -74,6 +82,7 @@ class CrawlConfig:
     extra_headers: tuple[tuple[str, str], ...] = field(default=())
 
     def __post_init__(self) -> None:
+        _convert(self)
         _validate(self)
 
     def replace(self, **changes: Any) -> CrawlConfig:
@@ -134,60 +143,114 @@ def parse_resolve(spec: str) -> ResolveEntry:
     return ResolveEntry(host.lower(), port, addr)
 
 
-_FIELDS = {f.name: f for f in dataclasses.fields(CrawlConfig)}
+# One converter per field type: the value as the field holds it, or a ConfigError. A program, a TOML
+# file and the command line can all pass anything, so every field is checked once, at construction.
 
 
-_SCALAR_KINDS: dict[str, tuple[str, tuple[type, ...]]] = {
-    "bool": ("true or false", (bool,)),
-    "int": ("an integer", (int,)),
-    "float": ("a number", (int, float)),
-    "str": ("a string", (str,)),
-    "Path": ("a path", (str, Path)),
+def _refuse(name: str, wanted: str, value: Any) -> ConfigError:
+    shown = repr(value)
+    shown = shown if len(shown) <= 200 else shown[:200] + "..."
+    return ConfigError(f"setting {name!r} wants {wanted}, got {shown} ({type(value).__name__})")
+
+
+def _to_bool(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    raise _refuse(name, "true or false", value)
+
+
+def _to_int(name: str, value: Any) -> int:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise _refuse(name, "an integer", value)
+
+
+def _to_float(name: str, value: Any) -> float:
+    if isinstance(value, int | float) and not isinstance(value, bool) and not math.isnan(value):
+        return float(value)
+    raise _refuse(name, "a number", value)
+
+
+def _to_str(name: str, value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    raise _refuse(name, "a string", value)
+
+
+def _to_path(name: str, value: Any) -> Path:
+    if isinstance(value, str | os.PathLike):
+        return Path(value)
+    raise _refuse(name, "a path", value)
+
+
+def _items(name: str, value: Any, wanted: str, single: tuple[type, ...]) -> list[Any]:
+    """A list or tuple as a list; a lone item (a TOML `seeds = "..."`) as a list of one."""
+    if isinstance(value, single):
+        return [value]
+    if isinstance(value, list | tuple):
+        return list(value)
+    raise _refuse(name, wanted, value)
+
+
+def _to_strings(name: str, value: Any) -> tuple[str, ...]:
+    wanted = "a list of strings"
+    items = _items(name, value, wanted, (str,))
+    for item in items:
+        if not isinstance(item, str):
+            raise _refuse(name, wanted, value)
+    return tuple(items)
+
+
+def _to_resolves(name: str, value: Any) -> tuple[ResolveEntry, ...]:
+    wanted = "a list of HOST:PORT:ADDR strings"
+    entries = []
+    for item in _items(name, value, wanted, (str, ResolveEntry)):
+        if isinstance(item, str):
+            item = parse_resolve(item)
+        if not isinstance(item, ResolveEntry):
+            raise _refuse(name, wanted, value)
+        entries.append(item)
+    return tuple(entries)
+
+
+def _to_headers(name: str, value: Any) -> tuple[tuple[str, str], ...]:
+    wanted = "a table of header names and values (strings)"
+    pairs = list(value.items()) if isinstance(value, Mapping) else _items(name, value, wanted, ())
+    for pair in pairs:
+        if not (isinstance(pair, list | tuple) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
+            raise _refuse(name, wanted, value)
+    return tuple((key, text) for key, text in pairs)
+
+
+_CONVERTERS: dict[str, Callable[[str, Any], Any]] = {
+    "bool": _to_bool,
+    "int": _to_int,
+    "float": _to_float,
+    "str": _to_str,
+    "Path": _to_path,
+    "tuple[str, ...]": _to_strings,
+    "tuple[ResolveEntry, ...]": _to_resolves,
+    "tuple[tuple[str, str], ...]": _to_headers,
 }
-_LISTS = ("seeds", "include", "exclude", "allow_net", "resolve")
+_FIELD_CONVERTERS = tuple((f.name, _CONVERTERS[str(f.type)]) for f in dataclasses.fields(CrawlConfig))
+_FIELDS = frozenset(name for name, _ in _FIELD_CONVERTERS)
 
 
-def _check_scalar(raw_key: str, key: str, value: Any) -> None:
-    """Refuse a value of the wrong type (a TOML file can hold anything), so it fails here, clearly."""
-    kind = _SCALAR_KINDS.get(str(_FIELDS[key].type))
-    if kind is None:
-        return
-    name, types = kind
-    if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-        raise ConfigError(f"setting {raw_key!r} wants {name}, got {value!r}")
+def _convert(cfg: CrawlConfig) -> None:
+    """Check every field's type, turning the forms a caller may pass (str, list, dict) into the field's."""
+    for name, convert in _FIELD_CONVERTERS:
+        object.__setattr__(cfg, name, convert(name, getattr(cfg, name)))
 
 
-def config_from_mapping(values: dict[str, Any], base: CrawlConfig | None = None) -> CrawlConfig:
-    """Build a config from a mapping (a TOML table or CLI options), names as in CrawlConfig."""
+def config_from_mapping(values: Mapping[str, Any], base: CrawlConfig | None = None) -> CrawlConfig:
+    """Build a config from a mapping (a TOML table or CLI options), names as in CrawlConfig (or dashed)."""
     changes: dict[str, Any] = {}
     for raw_key, value in values.items():
-        key = raw_key.replace("-", "_")
+        key = str(raw_key).replace("-", "_")
         if key not in _FIELDS:
             raise ConfigError(f"unknown setting {raw_key!r}")
-        if key in _LISTS:
-            if isinstance(value, str | ResolveEntry):
-                value = (value,)
-            if not isinstance(value, list | tuple):
-                raise ConfigError(f"setting {raw_key!r} wants a list of strings, got {value!r}")
-        if key == "resolve":
-            value = tuple(v if isinstance(v, ResolveEntry) else parse_resolve(str(v)) for v in value)
-        elif key == "out_dir":
-            _check_scalar(raw_key, key, value)
-            value = Path(value)
-        elif key in _LISTS:
-            value = tuple(str(v) for v in value)
-        elif key == "extra_headers":
-            try:
-                value = tuple((str(k), str(v)) for k, v in dict(value).items())
-            except (TypeError, ValueError):
-                raise ConfigError(f"setting {raw_key!r} wants a table of header names and values") from None
-        else:
-            _check_scalar(raw_key, key, value)
         changes[key] = value
-    try:
-        return dataclasses.replace(base or CrawlConfig(), **changes)
-    except TypeError as exc:
-        raise ConfigError(f"invalid setting: {exc}") from None
+    return dataclasses.replace(base or CrawlConfig(), **changes)
 
 
 def load_toml(path: Path) -> dict[str, Any]:

@@ -4,22 +4,33 @@ Each site gets its own loopback address (127.77.0.1, .2, .3 — all of 127/8 rea
 all on one port, so a crawler maps the names `site-a.demo` … to them with `--resolve` and needs no DNS.
 Pages link across sites as `http://site-b.demo:{{PORT}}/…`; the placeholder is replaced by the real
 port as each text file is served, so the files on disk never name a port.
+
+For a program, `demo_web()` serves it and hands back the seeds, some URLs and the options a crawl or
+a download needs to reach it:
+
+    with demo_web() as web:
+        for result in harvestman.download(web.urls, **web.options):
+            ...
 """
 
 from __future__ import annotations
 
+import contextlib
 import email.utils
 import hashlib
 import mimetypes
 import threading
 import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
-from typing import cast
+from typing import Any, cast
 from urllib.parse import unquote, urlsplit
+
+from harvestman.records import UrlRecord
 
 DEMO_ROOT = Path(__file__).resolve().parent / "demo_site"
 PORT_PLACEHOLDER = b"{{PORT}}"
@@ -49,6 +60,31 @@ DEMO_SITES: tuple[DemoSite, ...] = (
 DEMO_REDIRECTS: dict[str, dict[str, str]] = {
     "site-a": {"/old-news.html": "/news.html"},
 }
+
+
+@dataclass(frozen=True, slots=True)
+class DemoSight:
+    """One URL of the demo worth looking at after a crawl, and what it shows."""
+
+    host: str
+    path: str
+    shows: str
+
+
+# What the demo web is built to show; `harvestman demo` reports each one's state after its crawl.
+DEMO_SIGHTS: tuple[DemoSight, ...] = (
+    DemoSight("site-a.demo", "/", "the seed: the crawl starts here and follows links across the three sites"),
+    DemoSight("site-a.demo", "/private/ledger.html", "site-a's robots.txt disallows /private/"),
+    DemoSight("site-a.demo", "/missing.html", "a link to a page that was never written"),
+    DemoSight("site-a.demo", "/old-news.html", "a 301 to /news.html, which is fetched in its own turn"),
+    DemoSight("site-a.demo", "/images/logo.png", "a binary file (PNG), stored like any page"),
+    DemoSight("site-b.demo", "/", "site-b's robots.txt sets Crawl-delay: 0.1, so its fetches are spaced"),
+    DemoSight("site-b.demo", "/posts/2023-12-lost.html", "a dead link from another site (site-c's events)"),
+    DemoSight("site-b.demo", "/only-in-sitemap.html",
+              "listed only in site-b's sitemap.xml: the crawl follows links, not sitemaps"),
+    DemoSight("site-a.demo", "/private/index.html",
+              'linked only with rel="nofollow" (from site-c\'s FAQ), so not followed'),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -349,3 +385,60 @@ def demo_config_values(server: DemoServer) -> dict[str, list[str] | str]:
     """Crawl settings (names as in CrawlConfig, for `config_from_mapping`) for a running DemoServer."""
     return server.config_values()
 
+
+@dataclass(frozen=True, slots=True)
+class DemoWeb:
+    """The running demo web, as a program needs it: where to start, what to fetch, how to reach it."""
+
+    server: DemoServer
+    seeds: tuple[str, ...]  # site-a's front page: a crawl from here crosses all three sites
+    urls: tuple[str, ...]  # one URL of each kind the demo shows (DEMO_SIGHTS): pages, a 404, a 301 ...
+    options: Mapping[str, Any]  # resolve and allow_net: pass to download() or CrawlConfig(...)
+
+
+@contextlib.contextmanager
+def demo_web() -> Iterator[DemoWeb]:
+    """Serve the bundled demo web on loopback while the block runs; no internet, no DNS needed.
+
+    `web.options` maps the demo's host names to their loopback addresses (`resolve`) and lets the
+    private-address guard reach them (`allow_net`): `harvestman.download(web.urls, **web.options)`,
+    `harvestman.CrawlConfig(seeds=web.seeds, scope="any", **web.options)`.
+    """
+    with DemoServer() as server:
+        urls = tuple(server.url(sight.host, sight.path) for sight in DEMO_SIGHTS)
+        options = {"resolve": tuple(server.resolve), "allow_net": tuple(server.allow_net)}
+        yield DemoWeb(server, tuple(server.seeds), urls, options)
+
+
+def demo_guide(server: DemoServer, folder: Path, records: Mapping[str, UrlRecord | None]) -> str:
+    """What to look at after a demo crawl into `folder`: each sight's recorded state, and the commands.
+
+    `records` holds the crawl database's row of each sight's URL (None: the crawl never met it).
+    """
+    seen: dict[str, int] = {}
+    for request in server.requests():
+        url = server.url(request.host, request.path)
+        seen[url] = seen.get(url, 0) + 1
+    lines = ["What the demo shows: look these URLs up in the export (state in crawl.db; requests the",
+             "demo server answered):"]
+    for sight in DEMO_SIGHTS:
+        url = server.url(sight.host, sight.path)
+        record = records.get(url)
+        if record is None:
+            state = "not in the crawl"
+        else:
+            detail = record.error_class or (f"HTTP {record.http_status}" if record.http_status else "")
+            state = record.state.name.lower() + (f" ({detail})" if detail else "")
+        count = seen.get(url, 0)
+        lines.append(f"  {url}   {state}, {count} request{'' if count == 1 else 's'}")
+        lines.append(f"      {sight.shows}")
+    commands = [
+        (f"harvestman status {folder}", "URLs by state, errors by class"),
+        (f"harvestman export {folder}", f"one JSON line per URL, written to {folder / 'export.jsonl'}"),
+        (f"{folder / 'warc'}/", "every request and response, in WARC files (*.warc.gz)"),
+        (f"{folder / 'download.log'}", "one line per URL: URL|Success or URL|FAILED|reason"),
+    ]
+    width = max(len(command) for command, _ in commands)
+    lines.append("To look for yourself:")
+    lines += [f"  {command.ljust(width)}   {what}" for command, what in commands]
+    return "\n".join(lines)

@@ -1,4 +1,8 @@
-"""`download()`: fetch a list of URLs in parallel, with retries, yielding each result as it completes."""
+"""`download()`: fetch a list of URLs in parallel, with retries, yielding each result as it completes.
+
+As polite as the crawler: each origin's robots.txt is read first (one RobotsGate per call) and
+obeyed for every URL and every redirect hop, its Crawl-delay spaces the fetches of the host.
+"""
 
 from __future__ import annotations
 
@@ -7,15 +11,18 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from harvestman.config import CrawlConfig, config_from_mapping
 from harvestman.errors import UnsupportedUrlError
-from harvestman.fetcher import Fetcher, is_transient
+from harvestman.fetcher import FOLLOW, Fetcher, HopVerdict, error_for, is_transient
 from harvestman.journal import RunJournal
 from harvestman.politeness import parse_retry_after, retry_backoff
 from harvestman.records import FetchResult
+from harvestman.robots_gate import RobotsFailure, RobotsGate, RobotsVerdict
 from harvestman.sync import iterate_in_thread
 from harvestman.transport import CurlTransport, Transport, TransportSettings
 from harvestman.urls import host_of, resolve
@@ -23,6 +30,7 @@ from harvestman.urls import host_of, resolve
 RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 WINDOW_PER_SLOT = 8  # URLs in progress (fetching or waiting their turn) per concurrent fetch
 DOWNLOAD_BACKOFF_BASE = 0.5  # seconds; a list download retries sooner than a crawl would
+ALLOWED = RobotsVerdict(True)
 
 
 class Download:
@@ -45,33 +53,69 @@ class Download:
     async def _run(self) -> AsyncGenerator[FetchResult, None]:
         cfg = self._config
         transport = self._transport or CurlTransport(TransportSettings.from_config(cfg))
-        fetcher = Fetcher(transport, max_redirects=cfg.max_redirects)
+        deferrals: dict[str, str] = {}  # origin + "/" -> why robots.txt last deferred it
+        gate = RobotsGate(transport, cfg, host_key=lambda origin: origin,
+                          on_defer=lambda origin, _until, why: deferrals.__setitem__(origin, why))
         journal = RunJournal(self._log_dir, events=False) if self._log_dir else None
         total = asyncio.Semaphore(cfg.concurrency)
         per_host = _HostSlots(cfg.per_host)
         done: asyncio.Queue[FetchResult] = asyncio.Queue()
 
+        async def verdict_for(url: str, *, holding_slot: bool) -> RobotsVerdict:
+            """robots.txt's verdict on `url`; a deferral (429, unreachable) is waited out `retries` times."""
+            if not cfg.obey_robots:
+                return ALLOWED
+            checks = cfg.retries + 1
+            for check in range(1, checks + 1):
+                if holding_slot:  # a redirect hop: its fetch already holds a global slot
+                    verdict = await gate.check(url)
+                else:
+                    async with total:  # robots.txt fetches count against the concurrency too
+                        verdict = await gate.check(url)
+                if not verdict.deferred_until:
+                    return verdict
+                if check < checks:
+                    await asyncio.sleep(max(0.0, verdict.deferred_until - time.time()))
+            why = deferrals.get(_origin(url) + "/", "robots.txt deferred the host")
+            message = f"{why} (still deferred after {checks} checks)"
+            return RobotsVerdict(False, failure=RobotsFailure("robots_unavailable", message, 0.0))
+
+        async def hop_check(url: str) -> HopVerdict:
+            """Follow a redirect only where robots.txt allows, as the crawler does (engine._hop_check)."""
+            verdict = await verdict_for(url, holding_slot=True)
+            failure = verdict.failure
+            if failure is not None:
+                raise error_for(failure.error_class, f"redirect to {url[:200]}: {failure.message}")
+            if not verdict.allowed:
+                return HopVerdict(False, "disallowed by robots.txt")
+            return FOLLOW
+
+        fetcher = Fetcher(transport, max_redirects=cfg.max_redirects,
+                          hop_check=hop_check if cfg.obey_robots else None)
+
         async def attempts(url: str) -> FetchResult:
             if resolve(url) is None:
                 # Refused here: libcurl calls a malformed URL a protocol error, which looks transient.
-                return FetchResult(
-                    url=url,
-                    final_url=url,
-                    error_class=UnsupportedUrlError.error_class,
-                    error_message=f"not a valid URL: {url[:200]!r}",
-                    started_at=time.time(),
-                )
+                return _refused(url, UnsupportedUrlError.error_class, f"not a valid URL: {url[:200]!r}")
             host = host_of(url)  # it parsed just above, so this does not raise
+            verdict = await verdict_for(url, holding_slot=False)
+            if verdict.failure is not None:
+                return _refused(url, verdict.failure.error_class, verdict.failure.message)
+            if not verdict.allowed:
+                return _refused(url, "robots", f"disallowed by {_origin(url)}/robots.txt; not requested")
+            delay = cfg.delay
+            if verdict.crawl_delay is not None:
+                delay = max(delay, min(verdict.crawl_delay, cfg.crawl_delay_cap))
             attempt = 1
             started_at = 0.0
             while True:
                 # The host's slot first: a URL waiting for a busy host must not hold a global one.
-                async with per_host.slot(host):
+                async with per_host.slot(host, delay):
                     async with total:
                         result = await fetcher.fetch(url, timeout=cfg.timeout, max_size=cfg.max_size,
                                                      attempt=attempt, headers=cfg.extra_headers)
-                    if cfg.delay:
-                        await asyncio.sleep(cfg.delay)  # held inside the host's slot: the delay is per host
+                    if delay:
+                        await asyncio.sleep(delay)  # held inside the host's slot: the delay is per host
                 started_at = started_at or result.started_at
                 wait = _retry_wait(result, attempt, cfg)
                 if wait is None:
@@ -87,8 +131,7 @@ class Download:
                 message = f"{type(exc).__name__}: {exc}"
                 result = FetchResult(url=url, final_url=url, error_class="internal", error_message=message)
             if journal is not None:
-                ok = not result.error and result.server_success
-                journal.download(url, ok, result.error_message or f"HTTP {result.status}")
+                journal.download(url, result.ok, result.error_message or f"HTTP {result.status}")
                 journal.flush()  # the log is a list download's only record of each URL
             await done.put(result)
 
@@ -127,27 +170,54 @@ class Download:
                 journal.close()
 
 
+@dataclass(slots=True)
+class _Host:
+    """One host's slots, the URLs using them, and when its next fetch may start."""
+
+    semaphore: asyncio.Semaphore
+    users: int = 0
+    next_start: float = 0.0  # time.monotonic()
+
+
 class _HostSlots:
     """Per-host limits on concurrent fetches, kept only while the host has a URL in progress."""
 
     def __init__(self, per_host: int) -> None:
         self._per_host = per_host
-        self._slots: dict[str, tuple[asyncio.Semaphore, int]] = {}  # host -> (limit, URLs using it)
+        self._hosts: dict[str, _Host] = {}
 
     @contextlib.asynccontextmanager
-    async def slot(self, host: str) -> AsyncIterator[None]:
-        """Hold one of `host`'s slots for the duration of the block."""
-        semaphore, users = self._slots.get(host) or (asyncio.Semaphore(self._per_host), 0)
-        self._slots[host] = (semaphore, users + 1)
+    async def slot(self, host: str, delay: float = 0.0) -> AsyncIterator[None]:
+        """Hold one of `host`'s slots for the duration of the block, starting `delay` after the last start."""
+        entry = self._hosts.get(host) or _Host(asyncio.Semaphore(self._per_host))
+        entry.users += 1
+        self._hosts[host] = entry
         try:
-            async with semaphore:
+            async with entry.semaphore:
+                if delay:
+                    # A delay (Crawl-delay) is one fetch per `delay`, however many slots the host has.
+                    now = time.monotonic()
+                    start = max(now, entry.next_start)
+                    entry.next_start = start + delay
+                    if start > now:
+                        await asyncio.sleep(start - now)
                 yield
         finally:
-            semaphore, users = self._slots[host]
-            if users == 1:
-                del self._slots[host]  # no one else waits: forget the host
-            else:
-                self._slots[host] = (semaphore, users - 1)
+            entry.users -= 1
+            if not entry.users:
+                del self._hosts[host]  # no one else waits: forget the host
+
+
+def _origin(url: str) -> str:
+    """`scheme://netloc` of `url`, as RobotsGate keys its robots.txt."""
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
+def _refused(url: str, error_class: str, message: str) -> FetchResult:
+    """The result of a URL never requested (invalid, or refused by robots.txt)."""
+    return FetchResult(url=url, final_url=url, error_class=error_class, error_message=message,
+                       started_at=time.time())
 
 
 def _retry_wait(result: FetchResult, attempt: int, cfg: CrawlConfig) -> float | None:
@@ -178,6 +248,8 @@ def download(
 ) -> Download:
     """Fetch `urls` (no links followed), yielding one FetchResult per URL as each completes.
 
+    robots.txt is obeyed as the crawler obeys it: a disallowed URL is never requested and ends with
+    error_class "robots"; Crawl-delay spaces a host's fetches (`obey_robots=False` turns this off).
     Other options are CrawlConfig's (per_host, max_size, user_agent, allow_net, resolve, ...).
     With `log_dir`, a `download.log` in the seed's format is appended there.
     """

@@ -113,6 +113,11 @@ class FetchResult:
         return 200 <= self.status < 300
 
     @property
+    def ok(self) -> bool:
+        """Whether the fetch worked: no error and a 2xx status (a 404 is not ok, though not an error)."""
+        return not self.error_class and 200 <= self.status < 300
+
+    @property
     def body_size(self) -> int:
         """Size of the (content-decoded) body in bytes."""
         return len(self.body)

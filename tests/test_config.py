@@ -1,0 +1,123 @@
+"""CrawlConfig checks every field at construction: wrong types refused by name, natural forms converted."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harvestman.config import CrawlConfig, ResolveEntry, config_from_mapping
+from harvestman.errors import ConfigError
+
+FIELDS = [f.name for f in dataclasses.fields(CrawlConfig)]
+
+
+class Odd:
+    """A value no field takes, with a repr the error message must show."""
+
+    def __repr__(self) -> str:
+        return "<odd value>"
+
+
+def _wrong_item(name: str) -> Any:
+    """A container of the right shape holding an item of the wrong type, for the tuple fields."""
+    if name == "extra_headers":
+        return {"X-Test": 5}
+    return [Odd()]
+
+
+@pytest.mark.parametrize("name", FIELDS)
+def test_every_field_refuses_a_wrong_type_by_name(name: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        CrawlConfig(**{name: Odd()})
+    message = str(caught.value)
+    assert f"'{name}'" in message and "wants" in message and "<odd value>" in message and "(Odd)" in message
+
+
+@pytest.mark.parametrize("name", FIELDS)
+def test_every_field_refuses_a_wrong_type_through_a_mapping(name: str) -> None:
+    with pytest.raises(ConfigError, match=f"'{name}' wants"):
+        config_from_mapping({name.replace("_", "-"): Odd()})
+
+
+TUPLE_FIELDS = [f.name for f in dataclasses.fields(CrawlConfig) if str(f.type).startswith("tuple")]
+
+
+@pytest.mark.parametrize("name", TUPLE_FIELDS)
+def test_tuple_fields_refuse_an_item_of_the_wrong_type(name: str) -> None:
+    with pytest.raises(ConfigError, match=f"'{name}' wants"):
+        CrawlConfig(**{name: _wrong_item(name)})
+
+
+@pytest.mark.parametrize(
+    "name, value",
+    [
+        ("max_pages", True),  # a bool is not a count
+        ("max_pages", 3.0),
+        ("max_pages", "3"),
+        ("timeout", "60"),
+        ("timeout", float("nan")),
+        ("quiet", 1),
+        ("quiet", "no"),
+        ("user_agent", b"bot"),
+        ("out_dir", 5),
+        ("seeds", 5),
+        ("seeds", {"http://a.test/": 1}),
+        ("extra_headers", [("X-Only-A-Name",)]),
+        ("extra_headers", "X-A: b"),
+    ],
+)
+def test_near_misses_are_refused(name: str, value: Any) -> None:
+    with pytest.raises(ConfigError, match=f"'{name}' wants"):
+        CrawlConfig(**{name: value})
+
+
+def test_natural_forms_are_converted() -> None:
+    cfg = CrawlConfig(
+        seeds=["http://a.test/", "http://b.test/"],
+        include=["/docs/"],
+        allow_net=["127.1.0.0/16"],
+        resolve=("a.test:80:127.1.0.1", ResolveEntry("b.test", 8080, "::1")),
+        out_dir="crawl-dir",
+        extra_headers={"X-One": "1", "X-Two": "2"},
+        timeout=5,
+    )
+    assert cfg.seeds == ("http://a.test/", "http://b.test/") and cfg.include == ("/docs/",)
+    assert cfg.allow_net == ("127.1.0.0/16",)
+    assert cfg.resolve == (ResolveEntry("a.test", 80, "127.1.0.1"), ResolveEntry("b.test", 8080, "::1"))
+    assert cfg.out_dir == Path("crawl-dir") and isinstance(cfg.out_dir, Path)
+    assert cfg.extra_headers == (("X-One", "1"), ("X-Two", "2"))
+    assert cfg.timeout == 5.0 and isinstance(cfg.timeout, float)
+    assert hash(cfg)  # every field is immutable again: the record stays frozen and hashable
+
+
+def test_a_lone_string_is_a_list_of_one() -> None:
+    cfg = CrawlConfig(seeds="http://a.test/", resolve="a.test:80:127.1.0.1", allow_net="127.1.0.0/16")
+    assert cfg.seeds == ("http://a.test/",)
+    assert cfg.resolve == (ResolveEntry("a.test", 80, "127.1.0.1"),)
+    assert cfg.allow_net == ("127.1.0.0/16",)
+
+
+def test_a_malformed_resolve_string_is_refused_at_construction() -> None:
+    with pytest.raises(ConfigError, match="HOST:PORT:ADDR"):
+        CrawlConfig(resolve=("a.test:80",))
+    with pytest.raises(ConfigError, match="not an IP address"):
+        CrawlConfig(resolve=("a.test:80:999.1.1.1",))
+
+
+def test_replace_converts_and_checks_again() -> None:
+    cfg = CrawlConfig().replace(out_dir="elsewhere", seeds=["http://a.test/"])
+    assert cfg.out_dir == Path("elsewhere") and cfg.seeds == ("http://a.test/",)
+    with pytest.raises(ConfigError, match="'per_host' wants"):
+        cfg.replace(per_host="2")
+
+
+def test_the_mapping_and_the_constructor_agree() -> None:
+    values: dict[str, Any] = {"seeds": ["http://a.test/"], "out_dir": "d", "resolve": ["a.test:80:127.1.0.1"],
+                              "extra_headers": {"X-A": "b"}, "max_pages": 3}
+    assert config_from_mapping(values) == CrawlConfig(**values)
+    assert config_from_mapping({"max-pages": 3}).max_pages == 3  # dashed names, as on the command line
+    with pytest.raises(ConfigError, match="unknown setting 'colour'"):
+        config_from_mapping({"colour": "green"})
