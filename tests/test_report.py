@@ -3,6 +3,7 @@ titles, times, and the CDXJ index read back through warcio."""
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 from collections.abc import Iterator
@@ -13,6 +14,7 @@ import pytest
 from rich.console import Console
 from warcio.archiveiterator import ArchiveIterator
 
+from harvestman.config import CrawlConfig, config_from_mapping, load_toml
 from harvestman.progress import SUMMARY_HOSTS, print_summary
 from harvestman.records import FetchOutcome, NewUrl, UrlState
 from harvestman.report import export_records
@@ -180,3 +182,22 @@ def test_text_summary_lists_the_busiest_hosts() -> None:
     assert f"the {SUMMARY_HOSTS} hosts with most URLs, of {SUMMARY_HOSTS + 2}" in text
     assert "h11.test" in text and "h02.test" in text  # the most URLs first
     assert "h01.test" not in text and "h00.test" not in text
+
+
+def test_example_config_documents_every_setting_at_its_default() -> None:
+    example = Path(__file__).parent.parent / "docs" / "harvestman.example.toml"
+    table = load_toml(example)
+    cfg = config_from_mapping(table)
+    fields = [f.name for f in dataclasses.fields(CrawlConfig)]
+    assert sorted(table) == sorted(fields), set(fields) ^ set(table)  # each setting, and no other
+    lines = example.read_text().splitlines()
+    for name in fields:
+        # Set on a line of its own, under a comment (a group of settings may share one).
+        at = lines.index(f"[crawl.{name}]") if name == "extra_headers" else next(
+            i for i, line in enumerate(lines) if line.startswith(f"{name} = "))
+        above = next(line for line in reversed(lines[:at]) if " = " not in line or line.startswith("#"))
+        assert above.startswith("#"), f"{name} has no comment above it"
+    # The values shown are the defaults, except the seeds an example must fill in.
+    default = CrawlConfig()
+    changed = {name for name in fields if getattr(cfg, name) != getattr(default, name)}
+    assert changed == {"seeds"}, changed
