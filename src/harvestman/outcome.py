@@ -49,7 +49,7 @@ def decide(result: FetchResult, leased: LeasedUrl, now: float, cfg: CrawlConfig,
     """
     status = result.status
     # Keyword arguments, not a FetchOutcome to replace(): each outcome is built once (a replace()
-    # of this 17-field record costs more than building it).
+    # of this many-field record costs more than building it).
     base: dict[str, Any] = {
         "url": leased.url,
         "state": UrlState.GONE,
