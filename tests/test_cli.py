@@ -121,8 +121,17 @@ def test_status_human_and_json(web: Web, crawled: tuple[Path, list[LogEntry]]) -
     assert report["states"]["gone"] == len(spec.missing) + len(spec.disallowed)
     assert report["states"]["unfetched"] == 0
     assert sum(report["states"].values()) == db_urls(out)
-    assert report["hosts"] == len(HOSTS)
+    assert report["host_count"] == len(report["hosts"]) == len(HOSTS)
     assert report["errors"] == {"http_404": len(spec.missing), "robots": len(spec.disallowed)}
+    # URLs with a response: the pages and the 404s, not the URLs robots.txt kept out.
+    assert report["responses"] == len(spec.reachable) + len(spec.missing)
+    # The hosts add up to the whole.
+    for key in ("urls", "errors", "wire_bytes"):
+        assert sum(host[key] for host in report["hosts"].values()) == (
+            report[key] if key != "errors" else sum(report["errors"].values()))
+    for state, count in report["states"].items():
+        assert sum(host["states"][state] for host in report["hosts"].values()) == count
+    assert all(host in human.stdout for host in HOSTS)
     # Bytes on the wire: at least every body nginx sent (the heads come on top).
     sent = sum(e.bytes_sent for e in entries if e.uri != "/robots.txt")
     assert sent < report["wire_bytes"] < 3 * sent
@@ -142,7 +151,8 @@ def test_export_jsonl_and_parquet(web: Web, crawled: tuple[Path, list[LogEntry]]
         row = by_url[url]
         assert row["state"] == "fetched" and row["http_status"] == 200
         assert row["content_type"] == "text/html" and int(str(row["body_size"])) > 0
-        assert float(str(row["fetch_time"])) > 0 and row["signature"] and row["host"] in HOSTS
+        assert str(row["fetch_time"]).endswith("Z") and row["signature"] and row["host"] in HOSTS
+        assert row["final_url"] == url and row["title"] == url  # sitegen titles a page with its URL
     for url in spec.missing:
         assert (by_url[url]["state"], by_url[url]["http_status"], by_url[url]["error_class"]) == (
             "gone", 404, "http_404")
@@ -256,7 +266,7 @@ def test_demo_crawls_three_hosts_and_skips_private_pages(tmp_path: Path) -> None
     assert done.returncode == 0, done.stderr
     assert str(out) in done.stdout
     report = json.loads(run_cli("status", str(out), "--json").stdout)
-    assert report["hosts"] == 3 and report["states"]["fetched"] >= 30
+    assert report["host_count"] == 3 and report["states"]["fetched"] >= 30
     assert report["errors"].get("robots", 0) >= 1
     rows = export_rows(out)
     fetched_hosts = {str(row["host"]).split(":")[0] for row in rows if row["state"] == "fetched"}

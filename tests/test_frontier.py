@@ -417,3 +417,62 @@ def test_totals_count_responses_bytes_and_time_span(make: Maker) -> None:
     totals = f.totals()
     assert (totals.responses, totals.wire_bytes) == (2, 150)
     assert (totals.first_fetch, totals.last_fetch) == (T0 + 1, T0 + 5)  # robots-refused URLs got no response
+
+
+def test_host_totals_count_states_errors_and_bytes(make: Maker) -> None:
+    f = make(per_host=10)
+    f.add([nu(f"http://a.test/{i}") for i in range(4)] + [nu("http://b.test/")])
+    f.lease(10, T0)
+    f.complete([done("http://a.test/0", http_status=200, wire_bytes=100),
+                done("http://a.test/1", UrlState.GONE, http_status=404, error_class="http_404",
+                     wire_bytes=30),
+                done("http://a.test/2", UrlState.REDIRECT_PERM, http_status=301, wire_bytes=7)], T0)
+    [a, b] = f.host_totals()
+    assert (a.host, a.errors, a.wire_bytes) == ("a.test", 1, 137)
+    assert a.states == {**{s: 0 for s in UrlState}, UrlState.FETCHED: 1, UrlState.GONE: 1,
+                        UrlState.REDIRECT_PERM: 1, UrlState.UNFETCHED: 1}
+    assert (b.host, b.errors, b.wire_bytes, b.states[UrlState.UNFETCHED]) == ("b.test", 0, 0, 1)
+
+
+def test_records_final_url_and_title(make: Maker) -> None:
+    f = make(per_host=10)
+    f.add([nu("http://a.test/"), nu("http://a.test/old"), nu("http://a.test/new"), nu("http://a.test/x")])
+    f.lease(10, T0)
+    f.complete([done("http://a.test/", http_status=200, title="Home"),
+                # A 301 not followed (its target is known): final_url says where it points, and the
+                # target keeps its own turn.
+                done("http://a.test/old", UrlState.REDIRECT_PERM, http_status=301,
+                     final_url="http://a.test/new")], T0)
+    rec = {r.url: r for r in f.records()}
+    assert (rec["http://a.test/"].final_url, rec["http://a.test/"].title) == ("http://a.test/", "Home")
+    assert rec["http://a.test/old"].final_url == "http://a.test/new"
+    assert rec["http://a.test/new"].state == UrlState.UNFETCHED and rec["http://a.test/new"].final_url == ""
+    assert rec["http://a.test/x"].final_url == ""  # no response yet
+    # A 304 parses nothing: the title of the last full fetch stays.
+    f.complete([done("http://a.test/", UrlState.NOT_MODIFIED, http_status=304)], T0 + 2)
+    got = f.get("http://a.test/")
+    assert got is not None and got.title == "Home"
+
+
+def test_schema_1_file_is_read_and_migrated(tmp_path: Path) -> None:
+    path = tmp_path / "crawl.db"
+    with SqliteFrontier(path, host_of=host_of) as f:
+        f.add([nu("http://a.test/")])
+        f.lease(1, T0)
+        f.complete([done("http://a.test/", http_status=200)], T0)
+    # What a crawl.db written before titles looks like.
+    db = sqlite3.connect(path)
+    db.execute("ALTER TABLE urls DROP COLUMN title")
+    db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    db.commit()
+    db.close()
+    with SqliteFrontier.open_read_only(path) as old:  # status and export leave the file as it is
+        [rec] = old.records()
+        assert (rec.url, rec.title, old.get_meta("schema_version")) == ("http://a.test/", "", "1")
+    with SqliteFrontier(path, host_of=host_of) as f:
+        assert f.get_meta("schema_version") == str(SCHEMA_VERSION)
+        f.add([nu("http://a.test/2")])
+        f.lease(1, T0)
+        f.complete([done("http://a.test/2", http_status=200, title="Two")], T0)
+        got = f.get("http://a.test/2")
+        assert got is not None and got.title == "Two"

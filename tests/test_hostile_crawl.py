@@ -282,9 +282,10 @@ def test_redirect_loops_chains_and_other_schemes(tmp_path: Path, good: RouteServ
     with HostileServer(routes, host="127.3.0.9") as srv:
         result = crawl(tmp_path, good, [srv.url(p) for p in seeds], per_host=6)
     recs = result.records
-    # A <-> B: B is followed once; the hop back to A (already known) ends the fetch at the redirect.
+    # A <-> B: B is followed once; the hop back to A (already known) ends the fetch at the redirect,
+    # which points back at A: the chain ends where it began.
     loop = recs[srv.url("/loop-a")]
-    assert loop.state == UrlState.REDIRECT_TEMP and loop.final_url == srv.url("/loop-b"), loop
+    assert loop.state == UrlState.REDIRECT_TEMP and loop.final_url == srv.url("/loop-a"), loop
     assert len(srv.hits_for("/loop-a")) == 1 and len(srv.hits_for("/loop-b")) == 1
     for seed, path in (("/hop0", "/hop"), ("/count?n=0", "/count")):
         record = recs[srv.url(seed)]

@@ -33,6 +33,18 @@ def test_redirect_followed_marks_the_requested_url_and_names_the_target() -> Non
     assert d.outcome.state == UrlState.REDIRECT_TEMP
 
 
+def test_redirect_not_followed_names_where_it_points_and_titles_pass_through() -> None:
+    moved = (("Location", " /new?x=1 "),)
+    d = decide(result(301, headers=moved), leased(), NOW, CFG)
+    assert d.outcome.state == UrlState.REDIRECT_PERM and d.outcome.final_url == "http://a.test/new?x=1"
+    refused = decide(result(302, headers=(("Location", "http://elsewhere.test/"),),
+                            error_class="redirect_refused", error_message="out of scope"), leased(), NOW, CFG)
+    assert refused.outcome.state == UrlState.REDIRECT_TEMP
+    assert refused.outcome.final_url == "http://elsewhere.test/"
+    assert decide(result(302), leased(), NOW, CFG).outcome.final_url == ""  # no Location: nowhere
+    assert decide(result(200), leased(), NOW, CFG, title="Hi").outcome.title == "Hi"
+
+
 def test_not_found_is_gone_not_modified_is_kept() -> None:
     assert decide(result(404), leased(), NOW, CFG).outcome.state == UrlState.GONE
     assert decide(result(304), leased(), NOW, CFG).outcome.state == UrlState.NOT_MODIFIED

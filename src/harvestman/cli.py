@@ -17,7 +17,7 @@ from harvestman.config import CrawlConfig, config_from_mapping, load_toml
 from harvestman.engine import Crawler, CrawlStats
 from harvestman.errors import ConfigError, HarvestmanError
 from harvestman.progress import ProgressDisplay, print_summary
-from harvestman.report import crawl_report, export_records
+from harvestman.report import EXPORT_FORMATS, crawl_report, export_records
 from harvestman.workers import WorkerPool, tune_for_crawling, worker_count
 
 EXIT_OK = 0
@@ -106,13 +106,21 @@ def build_parser() -> argparse.ArgumentParser:
     _crawl_options(
         commands.add_parser("download", help="fetch a list of URLs without following links"), follow=False
     )
-    status = commands.add_parser("status", help="summarise a crawl folder")
+    status = commands.add_parser("status", help="summarise a crawl folder: URLs by state, hosts, errors")
     status.add_argument("dir", type=Path, metavar="DIR")
-    status.add_argument("--json", action="store_true", help="print JSON")
-    export = commands.add_parser("export", help="one record per URL with its state and metadata")
+    status.add_argument("--json", action="store_true", help="print JSON, every host included")
+    export = commands.add_parser(
+        "export", help="one record per URL with its state and metadata, or a CDXJ index of the WARC files"
+    )
     export.add_argument("dir", type=Path, metavar="DIR")
-    export.add_argument("--format", choices=["jsonl", "parquet"], default="jsonl")
-    export.add_argument("--output", type=Path, metavar="FILE", help="write here (default: DIR/export.FORMAT)")
+    export.add_argument(
+        "--format", choices=EXPORT_FORMATS, default="jsonl",
+        help="jsonl or parquet: one record per URL; cdxj: an index of DIR/warc for replay tools (pywb)",
+    )
+    export.add_argument(
+        "--output", type=Path, metavar="FILE",
+        help="write here (default: DIR/export.FORMAT, or DIR/index.cdxj for cdxj)",
+    )
     demo = commands.add_parser("demo", help="serve the bundled demo site on loopback and crawl it")
     demo.add_argument(
         "--out", "-o", type=Path, metavar="DIR", help="output folder (default: a new temporary one)"
@@ -266,7 +274,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_OK
         if args.command == "export":
             written = export_records(args.dir, args.format, args.output)
-            print(f"{written.count} records written to {written.path}")
+            what = "index lines" if args.format == "cdxj" else "records"
+            print(f"{written.count} {what} written to {written.path}")
             return EXIT_OK
         if args.command == "demo":
             return run_demo(args.out, args.quiet)

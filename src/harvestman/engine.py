@@ -404,9 +404,10 @@ class Crawler:
             headers = self._conditional_headers(leased)
             result = await run.fetcher.fetch(leased.url, headers=headers, timeout=cfg.timeout,
                                              max_size=cfg.max_size, attempt=leased.retries + 1)
-            decision = decide(result, leased, time.time(), cfg)
-            self.stats.bytes += result.wire_bytes
             parsed, hosts = self._outlinks(result, leased, run) if cfg.follow_links else (None, {})
+            # The title from the parse the links needed anyway: no page is parsed for it alone.
+            decision = decide(result, leased, time.time(), cfg, title=parsed.title if parsed else "")
+            self.stats.bytes += result.wire_bytes
             links = list(hosts)
             known = self._known
             fresh = [url for url in links if url not in known]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
-from harvestman.records import CrawlTotals, FetchOutcome, LeasedUrl, NewUrl, UrlRecord, UrlState
+from harvestman.records import CrawlTotals, FetchOutcome, HostTotals, LeasedUrl, NewUrl, UrlRecord, UrlState
 
 HostStats = tuple[str, int, int, int]  # host, pending (unfetched), fetched, errors
 
@@ -74,6 +74,10 @@ class Frontier(Protocol):
 
     def host_stats(self) -> list[HostStats]:
         """Per host: (host, pending, fetched, errors)."""
+        ...
+
+    def host_totals(self) -> list[HostTotals]:
+        """Per host, by name: URLs by state, URLs with an error, bytes on the wire."""
         ...
 
     def totals(self) -> CrawlTotals:

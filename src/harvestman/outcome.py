@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import urllib.parse
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,11 +35,21 @@ def content_signature(body: bytes) -> str:
     return sha1_base32(body)
 
 
-def decide(result: FetchResult, leased: LeasedUrl, now: float, cfg: CrawlConfig) -> Decision:
-    """Map one fetch result to the URL's next state, following Nutch's status rules."""
+def redirect_target(result: FetchResult) -> str:
+    """Where a redirect that was not followed points (its Location, resolved), or '' without one."""
+    location = result.header("location")
+    return urllib.parse.urljoin(result.final_url, location.strip()) if location else ""
+
+
+def decide(result: FetchResult, leased: LeasedUrl, now: float, cfg: CrawlConfig, *,
+           title: str = "") -> Decision:
+    """Map one fetch result to the URL's next state, following Nutch's status rules.
+
+    `title`: the page's <title>, when the crawl parsed it.
+    """
     status = result.status
     # Keyword arguments, not a FetchOutcome to replace(): each outcome is built once (a replace()
-    # of this 17-field record costs more than building it).
+    # of this many-field record costs more than building it).
     base: dict[str, Any] = {
         "url": leased.url,
         "state": UrlState.GONE,
@@ -50,6 +61,7 @@ def decide(result: FetchResult, leased: LeasedUrl, now: float, cfg: CrawlConfig)
         "body_size": result.body_size,
         "wire_bytes": result.wire_bytes,
         "final_url": result.final_url if result.final_url != leased.url else "",
+        "title": title,
     }
 
     def outcome(**changes: Any) -> FetchOutcome:
@@ -67,7 +79,8 @@ def decide(result: FetchResult, leased: LeasedUrl, now: float, cfg: CrawlConfig)
     if result.error_class == RedirectRefusedError.error_class and 300 <= status < 400:
         # The URL is a redirect whose target we may not follow (scope, robots.txt, scheme).
         state = UrlState.REDIRECT_PERM if status in PERMANENT_REDIRECTS else UrlState.REDIRECT_TEMP
-        refused = outcome(state=state, error_class=result.error_class, error_message=result.error_message)
+        refused = outcome(state=state, error_class=result.error_class, error_message=result.error_message,
+                          final_url=redirect_target(result))
         return Decision(refused, reason=result.error_message)
     if result.error:
         message = result.error_message or result.error_class
@@ -98,7 +111,8 @@ def decide(result: FetchResult, leased: LeasedUrl, now: float, cfg: CrawlConfig)
     if 300 <= status < 400:
         # A redirect not followed here: its target is already known to the crawl (and fetched in
         # its own turn), or it has no Location. The URL is a redirect, which is no failure.
+        # Its final URL is where it points, so that the record says where the redirect leads.
         state = UrlState.REDIRECT_PERM if status in PERMANENT_REDIRECTS else UrlState.REDIRECT_TEMP
-        return Decision(outcome(state=state))
+        return Decision(outcome(state=state, final_url=redirect_target(result)))
     gone = outcome(signature=signature, error_class=f"http_{status}", error_message=f"HTTP {status}")
     return Decision(gone, reason=f"HTTP {status}")

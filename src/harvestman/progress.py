@@ -6,6 +6,7 @@ import time
 from types import TracebackType
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.live import Live
 from rich.table import Table
@@ -64,18 +65,43 @@ class ProgressDisplay:
         self._live.__exit__(exc_type, exc, tb)
 
 
+SUMMARY_HOSTS = 10  # hosts listed in the text summary; `status --json` lists them all
+
+
 def print_summary(report: dict[str, Any], console: Console | None = None) -> None:
-    """Print a crawl report (see report.crawl_report) as tables."""
+    """Print a crawl report (see report.crawl_report) as tables: totals, busiest hosts, errors."""
     console = console or Console()
     table = Table(title=f"crawl {report['dir']}", show_header=False)
     table.add_column("what")
     table.add_column("value", justify="right")
     for state, count in report["states"].items():
         table.add_row(f"URLs {state}", f"{count:,}")
-    table.add_row("hosts", f"{report['hosts']:,}")
+    table.add_row("URLs with a response", f"{report['responses']:,}")
+    table.add_row("hosts", f"{report['host_count']:,}")
     table.add_row("bytes on the wire", human_bytes(report["wire_bytes"]))
+    if report["first_fetch"]:
+        table.add_row("first fetch", report["first_fetch"])
+        table.add_row("last fetch", report["last_fetch"])
+        table.add_row("elapsed", f"{report['elapsed_seconds']:,.1f} s")
     table.add_row("pages/s", f"{report['pages_per_second']:.1f}")
     console.print(table)
+    hosts = sorted(report["hosts"].items(), key=lambda kv: (-kv[1]["urls"], kv[0]))
+    if hosts:
+        shown = hosts[:SUMMARY_HOSTS]
+        title = "hosts"
+        if len(shown) < len(hosts):
+            title = f"the {len(shown)} hosts with most URLs, of {len(hosts):,}"
+        busiest = Table(title=title, box=box.SIMPLE_HEAD, collapse_padding=True, pad_edge=False)
+        busiest.add_column("host", no_wrap=True)
+        for name in ("URLs", "fetched", "redirect", "gone", "unfetched", "errors", "bytes"):
+            busiest.add_column(name, justify="right", no_wrap=True)
+        for name, host in shown:
+            states = host["states"]
+            redirects = states["redirect_perm"] + states["redirect_temp"]
+            busiest.add_row(name, f"{host['urls']:,}", f"{states['fetched']:,}", f"{redirects:,}",
+                            f"{states['gone']:,}", f"{states['unfetched']:,}", f"{host['errors']:,}",
+                            human_bytes(host["wire_bytes"]))
+        console.print(busiest)
     if report["errors"]:
         errors = Table(title="errors by class")
         errors.add_column("class")

@@ -219,7 +219,8 @@ class FetchOutcome:
     body_size: int = 0
     wire_bytes: int = 0
     retried: bool = False  # count this attempt against the URL's retries
-    final_url: str = ""  # where redirects ended, when it differs from `url`
+    final_url: str = ""  # where redirects ended (or, unfollowed, pointed), when it differs from `url`
+    title: str = ""  # the HTML page's <title>, as the crawl's parse found it
 
 
 @dataclass(frozen=True, slots=True)
@@ -244,7 +245,8 @@ class UrlRecord:
     content_type: str
     body_size: int
     wire_bytes: int
-    final_url: str
+    final_url: str  # where the fetch ended: the URL itself, or a redirect's target; '' before a response
+    title: str  # the HTML page's <title>; '' when none was parsed
 
 
 @dataclass(frozen=True, slots=True)
@@ -255,3 +257,13 @@ class CrawlTotals:
     wire_bytes: int
     first_fetch: float  # fetch times of the first and last response (0 when none)
     last_fetch: float
+
+
+@dataclass(frozen=True, slots=True)
+class HostTotals:
+    """Figures over one host's URLs, for status reports."""
+
+    host: str
+    states: dict[UrlState, int]  # URLs in each state (every state present, zero included)
+    errors: int  # URLs with an error class recorded
+    wire_bytes: int

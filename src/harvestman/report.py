@@ -1,22 +1,27 @@
-"""Reports over a crawl folder: `status` figures and `export` of one record per URL."""
+"""Reports over a crawl folder: `status` figures, `export` of one record per URL, a CDXJ index."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from dataclasses import asdict, dataclass
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harvestman.errors import ConfigError
+from harvestman.errors import ConfigError, StorageError
 from harvestman.records import UrlRecord, UrlState
 from harvestman.sqlite_frontier import SqliteFrontier
 
 EXPORT_BATCH = 10_000
+EXPORT_FORMATS = ("jsonl", "parquet", "cdxj")
+_TIME_FIELDS = ("fetch_time", "next_fetch_time")  # epoch seconds in the database; 0 means never
 
 
 @dataclass(frozen=True, slots=True)
 class Exported:
-    """Where an export went and how many records it holds."""
+    """Where an export went and how many records (or index lines) it holds."""
 
     path: Path
     count: int
@@ -30,47 +35,91 @@ def open_crawl(folder: Path) -> SqliteFrontier:
     return SqliteFrontier.open_read_only(db)
 
 
+def utc_time(ts: float) -> datetime | None:
+    """Epoch seconds as an aware UTC datetime; 0 (never) as None."""
+    return datetime.fromtimestamp(ts, UTC) if ts else None
+
+
+def iso_time(ts: float) -> str | None:
+    """Epoch seconds as ISO 8601 in UTC ('2026-05-01T12:00:00.123456Z'); 0 (never) as None."""
+    when = utc_time(ts)
+    return None if when is None else when.isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _state_names(counts: dict[UrlState, int]) -> dict[str, int]:
+    return {state.name.lower(): counts.get(state, 0) for state in UrlState}
+
+
 def crawl_report(folder: Path) -> dict[str, Any]:
-    """URLs by state, hosts, errors by class, bytes, and the run's pages/s."""
+    """URLs by state, responses, errors by class, bytes, time span, and the same per host."""
     frontier = open_crawl(folder)
     try:
         counts = frontier.counts()
         totals = frontier.totals()
-        span = totals.last_fetch - totals.first_fetch
-        return {
-            "dir": str(folder),
-            "states": {state.name.lower(): counts.get(state, 0) for state in UrlState},
-            "hosts": len(frontier.host_stats()),
-            "errors": dict(sorted(frontier.error_counts().items(), key=lambda kv: -kv[1])),
-            "wire_bytes": totals.wire_bytes,
-            "fetched": totals.responses,
-            "pages_per_second": totals.responses / span if span > 0 else float(totals.responses),
-        }
+        hosts = frontier.host_totals()
+        errors = frontier.error_counts()
     finally:
         frontier.close()
+    span = totals.last_fetch - totals.first_fetch
+    return {
+        "dir": str(folder),
+        "urls": sum(counts.values()),
+        "states": _state_names(counts),  # URLs in each state
+        "responses": totals.responses,  # URLs that got an HTTP response, of any status
+        "errors": dict(sorted(errors.items(), key=lambda kv: -kv[1])),  # URLs per error class
+        "wire_bytes": totals.wire_bytes,
+        "host_count": len(hosts),
+        "hosts": {
+            h.host: {
+                "urls": sum(h.states.values()),
+                "states": _state_names(h.states),
+                "errors": h.errors,
+                "wire_bytes": h.wire_bytes,
+            }
+            for h in hosts
+        },
+        "first_fetch": iso_time(totals.first_fetch),
+        "last_fetch": iso_time(totals.last_fetch),
+        "elapsed_seconds": span,
+        "pages_per_second": totals.responses / span if span > 0 else float(totals.responses),
+    }
 
 
 def _as_row(record: UrlRecord) -> dict[str, Any]:
-    row = asdict(record)
+    """One export row: the state by name, times as UTC datetimes, and None for what never happened."""
+    row = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
     row["state"] = record.state.name.lower()
+    for name in _TIME_FIELDS:
+        row[name] = utc_time(row[name])
+    row["final_url"] = record.final_url or None  # '' only before any response
     return row
 
 
+def _json_default(value: object) -> str:
+    if isinstance(value, datetime):
+        return value.isoformat(timespec="microseconds").replace("+00:00", "Z")
+    raise TypeError(f"cannot export {type(value).__name__}")
+
+
 def export_records(folder: Path, fmt: str, output: Path | None = None) -> Exported:
-    """Write one record per URL as JSON lines or Parquet."""
+    """Write one record per URL as JSON lines or Parquet, or a CDXJ index of the WARC files."""
+    if fmt not in EXPORT_FORMATS:
+        raise ConfigError(f"unknown export format {fmt!r}: use {', '.join(EXPORT_FORMATS)}")
+    if fmt == "cdxj":
+        open_crawl(folder).close()  # the same clear error for a folder that holds no crawl
+        path = output or Path(folder) / "index.cdxj"
+        return Exported(path, write_cdxj(Path(folder) / "warc", path))
     path = output or Path(folder) / f"export.{fmt}"
     frontier = open_crawl(folder)
     try:
-        if fmt == "jsonl":
-            count = 0
-            with open(path, "w", encoding="utf-8") as out:
-                for record in frontier.records():
-                    out.write(json.dumps(_as_row(record), ensure_ascii=False) + "\n")
-                    count += 1
-            return Exported(path, count)
         if fmt == "parquet":
             return Exported(path, _write_parquet(frontier, path))
-        raise ConfigError(f"unknown export format {fmt!r}: use jsonl or parquet")
+        count = 0
+        with open(path, "w", encoding="utf-8") as out:
+            for record in frontier.records():
+                out.write(json.dumps(_as_row(record), ensure_ascii=False, default=_json_default) + "\n")
+                count += 1
+        return Exported(path, count)
     finally:
         frontier.close()
 
@@ -79,11 +128,12 @@ def _write_parquet(frontier: SqliteFrontier, path: Path) -> int:
     import pyarrow as pa  # imported here: it is heavy, and only this export needs it
     import pyarrow.parquet as pq
 
-    # The schema comes from a blank record, so an empty crawl still exports a valid file.
-    blank = UrlRecord(
-        "", "", UrlState.UNFETCHED, 0, 0, 0.0, "", 0.0, 0.0, 0, "", "", "", "", "", "", 0, 0, ""
-    )
-    schema = pa.Table.from_pylist([_as_row(blank)]).schema
+    # The schema follows UrlRecord's fields, so an empty crawl still exports a valid file.
+    types = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "UrlState": pa.string()}
+    schema = pa.schema([
+        (f.name, pa.timestamp("us", tz="UTC") if f.name in _TIME_FIELDS else types[str(f.type)])
+        for f in dataclasses.fields(UrlRecord)
+    ])
     count = 0
     batch: list[dict[str, Any]] = []
     with pq.ParquetWriter(str(path), schema) as writer:
@@ -96,3 +146,26 @@ def _write_parquet(frontier: SqliteFrontier, path: Path) -> int:
         if batch:
             writer.write_table(pa.Table.from_pylist(batch, schema=schema))
     return count
+
+
+def write_cdxj(warc_dir: Path, path: Path) -> int:
+    """Index the finished WARC files in `warc_dir` as sorted CDXJ (pywb's format); returns the lines.
+
+    Files still being written (`.warc.gz.open`) are left out: index again once the crawl has ended.
+    """
+    # webrecorder's cdxj-indexer, the indexer pywb's own tools use: the SURT keys, the sort order and
+    # the fields (offset, length, filename relative to the WARC folder) are the ones replay expects.
+    from cdxj_indexer.main import CDXJIndexer
+    from warcio.exceptions import ArchiveLoadFailed
+
+    files = sorted(str(p) for p in Path(warc_dir).glob("*.warc.gz"))
+    partial = path.with_name(path.name + ".partial")
+    try:
+        # Written aside and renamed: a failed run never leaves a half index where a good one was.
+        CDXJIndexer(str(partial), files, sort=True, dir_root=str(warc_dir)).process_all()
+    except ArchiveLoadFailed as exc:
+        partial.unlink(missing_ok=True)
+        raise StorageError(f"cannot index the WARC files in {warc_dir}: {exc}") from None
+    os.replace(partial, path)
+    with open(path, "rb") as index:
+        return sum(1 for _ in index)

@@ -15,9 +15,9 @@ from typing import Any
 from harvestman.errors import FrontierError
 from harvestman.faults import crash_point
 from harvestman.frontier import HostStats
-from harvestman.records import CrawlTotals, FetchOutcome, LeasedUrl, NewUrl, UrlRecord, UrlState
+from harvestman.records import CrawlTotals, FetchOutcome, HostTotals, LeasedUrl, NewUrl, UrlRecord, UrlState
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: urls.title
 _FAR_FUTURE = 1e18  # "never": a host with no leasable URL and no lease to wait for
 _UNFETCHED = int(UrlState.UNFETCHED)
 
@@ -63,7 +63,8 @@ CREATE TABLE urls(
     content_type TEXT NOT NULL DEFAULT '',
     body_size INTEGER NOT NULL DEFAULT 0,
     wire_bytes INTEGER NOT NULL DEFAULT 0,
-    final_url TEXT NOT NULL DEFAULT ''
+    final_url TEXT NOT NULL DEFAULT '',    -- '' when it is the URL itself (see _record_cols)
+    title TEXT NOT NULL DEFAULT ''
 );
 -- The per-host queue: only UNFETCHED rows, in lease order (the rowid ends every index entry).
 CREATE INDEX urls_queue ON urls(host_id, depth, score DESC) WHERE state = 0;
@@ -86,11 +87,23 @@ END;
 # The seen check: the batch's URLs that the UNIQUE index does not hold (one probe each).
 _UNKNOWN_URLS = "SELECT value FROM json_each(?) WHERE value NOT IN (SELECT url FROM urls)"
 _INSERT_URL = "INSERT OR IGNORE INTO urls(url, host_id, depth, score, parent) VALUES (?, ?, ?, ?, ?)"
-_RECORD_COLS = (
-    "u.url, h.name, u.state, u.depth, u.retries, u.score, u.parent, u.fetch_time, u.next_fetch_time,"
-    " u.http_status, u.error_class, u.error_message, u.signature, u.etag, u.last_modified,"
-    " u.content_type, u.body_size, u.wire_bytes, u.final_url"
-)
+# Schema changes of an existing file, by the version they lead to; each runs in one transaction.
+# ADD COLUMN only rewrites the schema, not the rows: instant on a file of any size.
+_MIGRATIONS = {2: "ALTER TABLE urls ADD COLUMN title TEXT NOT NULL DEFAULT '';"}
+
+
+def _record_cols(version: int) -> str:
+    """The UrlRecord columns; a file of an older schema, open read-only, gets its defaults."""
+    # final_url is stored only when it differs from the URL (most rows would hold their URL twice).
+    return (
+        "u.url, h.name, u.state, u.depth, u.retries, u.score, u.parent, u.fetch_time, u.next_fetch_time,"
+        " u.http_status, u.error_class, u.error_message, u.signature, u.etag, u.last_modified,"
+        " u.content_type, u.body_size, u.wire_bytes,"
+        " CASE WHEN u.final_url <> '' THEN u.final_url WHEN u.http_status > 0 THEN u.url ELSE '' END,"
+        + (" u.title" if version >= 2 else " ''")
+    )
+
+
 _WRITE_OUTCOME = """
 UPDATE urls SET state = :state, fetch_time = :fetch_time, next_fetch_time = :next_fetch_time,
     http_status = :http_status, error_class = :error_class, error_message = :error_message,
@@ -98,6 +111,7 @@ UPDATE urls SET state = :state, fetch_time = :fetch_time, next_fetch_time = :nex
     etag = CASE WHEN :keep AND :etag = '' THEN etag ELSE :etag END,
     last_modified = CASE WHEN :keep AND :last_modified = '' THEN last_modified ELSE :last_modified END,
     content_type = CASE WHEN :keep AND :content_type = '' THEN content_type ELSE :content_type END,
+    title = CASE WHEN :keep AND :title = '' THEN title ELSE :title END,
     body_size = :body_size, wire_bytes = :wire_bytes, final_url = :final_url,
     retries = retries + :retried, lease_until = 0
 WHERE id = :id
@@ -143,6 +157,7 @@ class SqliteFrontier:
         self._host_of = host_of
         self._lock = threading.RLock()  # one connection, shared by the engine's threads
         self._hosts: dict[str, int] = {}  # host name -> id; bounded by the number of hosts
+        self._record_cols = _record_cols(SCHEMA_VERSION)
         self._lock_fd = self._take_lock()
         # Workers take turns at writing through a blocking flock, which wakes the next one as soon
         # as a transaction ends; SQLite's own busy handler sleeps 1, 2, 5, 10... ms between tries,
@@ -249,8 +264,29 @@ class SqliteFrontier:
                 f"{self.path} has crawl database schema {version}, newer than this harvestman "
                 f"understands ({SCHEMA_VERSION}): upgrade harvestman"
             )
-        if version != SCHEMA_VERSION:
+        if version < 1:
             raise FrontierError(f"{self.path} has an unknown crawl database schema ({row and row[0]!r})")
+        if version < SCHEMA_VERSION and not self.read_only:
+            self._migrate()
+            version = SCHEMA_VERSION
+        self._record_cols = _record_cols(version)
+
+    def _migrate(self) -> None:
+        """Bring a file of an older schema up to SCHEMA_VERSION, each step in one transaction."""
+        db = self._db
+        for target in range(2, SCHEMA_VERSION + 1):
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                # Read again under the write lock: another process may have migrated meanwhile.
+                current = int(db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
+                if current < target:
+                    db.execute(_MIGRATIONS[target])
+                    db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(target),))
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
 
     @contextlib.contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
@@ -423,8 +459,11 @@ class SqliteFrontier:
                 self._write_outcome(outcome, outcome.url, outcome.state, now, 0, "")
                 final = outcome.final_url
                 # The page a redirect ended on is fetched too: mark it so it is not fetched again when
-                # found later. A retry (UNFETCHED) will follow the redirect again, so nothing to mark.
-                if final and final != outcome.url and outcome.state != UrlState.UNFETCHED:
+                # found later. A retry (UNFETCHED) will follow the redirect again, so nothing to mark;
+                # nor does a redirect that was not followed (a 3xx is the last response): its target
+                # was not fetched here.
+                if (final and final != outcome.url and outcome.state != UrlState.UNFETCHED
+                        and not 300 <= outcome.http_status < 400):
                     state = outcome.state
                     if state in (UrlState.REDIRECT_TEMP, UrlState.REDIRECT_PERM):
                         state = UrlState.FETCHED
@@ -469,6 +508,7 @@ class SqliteFrontier:
                 "body_size": o.body_size,
                 "wire_bytes": o.wire_bytes,
                 "final_url": o.final_url if url == o.url else "",
+                "title": o.title,
                 "retried": 1 if o.retried and url == o.url else 0,
             },
         )
@@ -577,7 +617,7 @@ class SqliteFrontier:
                 rows = (
                     self._read()
                     .execute(
-                        f"SELECT u.id, {_RECORD_COLS} FROM urls u JOIN hosts h ON h.id = u.host_id"
+                        f"SELECT u.id, {self._record_cols} FROM urls u JOIN hosts h ON h.id = u.host_id"
                         " WHERE u.id > ? ORDER BY u.id LIMIT 1000",
                         (last,),
                     )
@@ -603,6 +643,27 @@ class SqliteFrontier:
                 .fetchall()
             )
         return [(str(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in rows]
+
+    def host_totals(self) -> list[HostTotals]:
+        """Per host: URLs by state, URLs with an error, bytes on the wire (one scan, in SQL), by name."""
+        with self._reading():
+            rows = (
+                self._read()
+                .execute(
+                    "SELECT h.name, u.state, COUNT(*), SUM(u.error_class <> ''), SUM(u.wire_bytes)"
+                    " FROM urls u JOIN hosts h ON h.id = u.host_id GROUP BY u.host_id, u.state"
+                    " ORDER BY h.name"
+                )
+                .fetchall()
+            )
+        hosts: dict[str, tuple[dict[UrlState, int], list[int]]] = {}
+        for name, state, urls, errors, wire_bytes in rows:
+            states, sums = hosts.setdefault(str(name), ({s: 0 for s in UrlState}, [0, 0]))
+            states[UrlState(state)] = int(urls)
+            sums[0] += int(errors)
+            sums[1] += int(wire_bytes)
+        return [HostTotals(name, states, errors, wire_bytes)
+                for name, (states, (errors, wire_bytes)) in hosts.items()]
 
     def totals(self) -> CrawlTotals:
         """Responses, bytes on the wire, and the span of fetch times over all URLs (one scan, in SQL)."""
@@ -632,7 +693,8 @@ class SqliteFrontier:
             row = (
                 self._read()
                 .execute(
-                    f"SELECT {_RECORD_COLS} FROM urls u JOIN hosts h ON h.id = u.host_id WHERE u.url = ?",
+                    f"SELECT {self._record_cols} FROM urls u JOIN hosts h ON h.id = u.host_id"
+                    " WHERE u.url = ?",
                     (url,),
                 )
                 .fetchone()
