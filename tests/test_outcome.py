@@ -42,6 +42,11 @@ def test_redirect_not_followed_names_where_it_points_and_titles_pass_through() -
     assert refused.outcome.state == UrlState.REDIRECT_TEMP
     assert refused.outcome.final_url == "http://elsewhere.test/"
     assert decide(result(302), leased(), NOW, CFG).outcome.final_url == ""  # no Location: nowhere
+    # Resolved as the fetcher resolves a hop (the URL Standard), not as urljoin would.
+    evil = decide(result(301, headers=(("Location", "/\\evil.test/x"),)), leased(), NOW, CFG)
+    assert evil.outcome.final_url == "http://evil.test/x"
+    nowhere = decide(result(301, headers=(("Location", "mailto:a@b.test"),)), leased(), NOW, CFG)
+    assert nowhere.outcome.final_url == ""
     assert decide(result(200), leased(), NOW, CFG, title="Hi").outcome.title == "Hi"
 
 

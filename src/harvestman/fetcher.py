@@ -98,6 +98,11 @@ def redirect_target(location: str, current: str) -> str:
     return target
 
 
+def location_target(location: str, current: str) -> str:
+    """Where a `Location` header's value, as read from the wire, sends a redirect from `current`."""
+    return redirect_target(_header_text(location), current)
+
+
 def _header_text(value: str) -> str:
     """A header value read as latin-1 (one character a byte), decoded as UTF-8 as browsers do for
     Location: raw UTF-8 bytes become the characters they spell, invalid bytes U+FFFD."""
@@ -141,7 +146,7 @@ class Fetcher:
                 location = response.header("location")
                 if response.status not in REDIRECT_STATUSES or not location:
                     break
-                target = redirect_target(_header_text(location), current)
+                target = location_target(location, current)
                 if len(hops) >= self.max_redirects:
                     raise TooManyRedirectsError(
                         f"more than {self.max_redirects} redirects (last to {target[:200]})")

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import urllib.parse
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
 from harvestman.config import CrawlConfig
 from harvestman.content import sha1_base32
 from harvestman.errors import RedirectRefusedError
-from harvestman.fetcher import is_transient
+from harvestman.fetcher import is_transient, location_target
 from harvestman.politeness import parse_retry_after, retry_backoff
 from harvestman.records import FetchOutcome, FetchResult, LeasedUrl, UrlState
 
@@ -36,9 +36,12 @@ def content_signature(body: bytes) -> str:
 
 
 def redirect_target(result: FetchResult) -> str:
-    """Where a redirect that was not followed points (its Location, resolved), or '' without one."""
+    """Where a redirect that was not followed points, resolved as the fetcher resolves it, or ''."""
     location = result.header("location")
-    return urllib.parse.urljoin(result.final_url, location.strip()) if location else ""
+    if location:
+        with contextlib.suppress(RedirectRefusedError):  # no valid http(s) target: it points nowhere
+            return location_target(location, result.final_url)
+    return ""
 
 
 def decide(result: FetchResult, leased: LeasedUrl, now: float, cfg: CrawlConfig, *,
