@@ -127,8 +127,8 @@ def test_an_unusable_output_folder_is_a_clear_error(tmp_path: Path) -> None:
     a_file = tmp_path / "a-file"
     a_file.write_text("not a folder")
     done = run_cli("crawl", "http://x.invalid/", "--out", str(a_file))
-    assert done.returncode == 1
-    assert "cannot use" in done.stderr and "output folder" in done.stderr
+    assert done.returncode == 2
+    assert "is a file, not a folder" in done.stderr
     assert "Traceback" not in done.stderr
 
 

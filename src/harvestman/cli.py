@@ -15,14 +15,19 @@ from typing import Any
 from harvestman import __version__
 from harvestman.config import CrawlConfig, config_from_mapping, load_toml
 from harvestman.engine import Crawler, CrawlStats
-from harvestman.errors import ConfigError, HarvestmanError
+from harvestman.errors import (
+    EXIT_FAILED,
+    EXIT_IO,
+    EXIT_OK,
+    EXIT_USAGE,
+    ConfigError,
+    HarvestmanError,
+    StorageError,
+)
 from harvestman.progress import ProgressDisplay, print_summary
 from harvestman.report import EXPORT_FORMATS, crawl_report, export_records
+from harvestman.seeds import check_seeds, run_verdict
 from harvestman.workers import WorkerPool, tune_for_crawling, worker_count
-
-EXIT_OK = 0
-EXIT_FAILED = 1
-EXIT_USAGE = 2
 
 
 def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
@@ -189,8 +194,37 @@ class _StopOnSignal:
                   file=sys.stderr)
 
 
+def check_before_creating(cfg: CrawlConfig) -> None:
+    """Refuse, before anything is created, a run that cannot start: `--out` naming a file, no usable
+    seed, or `--resume` of a folder that holds no crawl. Notes on the seeds go to stderr."""
+    out = Path(cfg.out_dir)
+    if out.exists() and not out.is_dir():
+        raise ConfigError(f"--out {out} is a file, not a folder: name a new or an existing output folder")
+    seeds = check_seeds(cfg.seeds, max_length=cfg.max_url_length)
+    for note in seeds.notes:
+        print(f"harvestman: {note}", file=sys.stderr)
+    if seeds.valid:
+        return
+    if not cfg.resume:
+        raise ConfigError("no valid seed URL to start from")
+    if not (out / "crawl.db").is_file():
+        raise ConfigError(f"nothing to resume: {out} holds no crawl (no crawl.db there); name seed URLs "
+                          "to start one")
+
+
+def finish(cfg: CrawlConfig) -> int:
+    """After a run: the summary, then (on stderr) why nothing was fetched, if so; the exit status."""
+    if not cfg.quiet and not cfg.log_json:
+        print_summary(crawl_report(cfg.out_dir))
+    verdict = run_verdict(cfg.out_dir)
+    for line in verdict.lines:
+        print(f"harvestman: {line}", file=sys.stderr)
+    return verdict.exit_status
+
+
 def run_crawl(cfg: CrawlConfig) -> int:
     """Run one crawl with a progress display and a summary; Ctrl-C stops it cleanly."""
+    check_before_creating(cfg)
     workers = worker_count(cfg)
     if workers > 1:
         return _run_with_workers(cfg, workers)
@@ -210,9 +244,7 @@ def run_crawl(cfg: CrawlConfig) -> int:
             asyncio.run(main())
     else:
         asyncio.run(main())
-    if not cfg.quiet and not cfg.log_json:
-        print_summary(crawl_report(cfg.out_dir))
-    return EXIT_OK
+    return finish(cfg)
 
 
 def _run_with_workers(cfg: CrawlConfig, count: int) -> int:
@@ -232,9 +264,7 @@ def _run_with_workers(cfg: CrawlConfig, count: int) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    if not cfg.quiet and not cfg.log_json:
-        print_summary(crawl_report(cfg.out_dir))
-    return EXIT_OK
+    return finish(cfg)
 
 
 def run_demo(out: Path | None, quiet: bool) -> int:
@@ -282,13 +312,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"harvestman: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    except StorageError as exc:
+        print(f"harvestman: error: {exc}", file=sys.stderr)
+        return EXIT_IO
     except HarvestmanError as exc:
         print(f"harvestman: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    except OSError as exc:  # a file or folder named on the command line cannot be used
+    except OSError as exc:  # a file or folder named on the command line cannot be read or written
         where = f" ({exc.filename})" if exc.filename else ""
         print(f"harvestman: error: {exc.strerror or exc}{where}", file=sys.stderr)
-        return EXIT_FAILED
+        return EXIT_IO
     except KeyboardInterrupt:
         print("harvestman: interrupted", file=sys.stderr)
         return 130

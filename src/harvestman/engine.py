@@ -53,6 +53,8 @@ class CrawlStats:
     bytes: int = 0  # bytes on the wire
     in_flight: int = 0
     queued: int = 0  # URLs waiting in the frontier (sampled a few times a second)
+    retrying: int = 0  # URLs waiting for another attempt (a failed fetch, or robots.txt unreachable)
+    next_attempt_at: float = 0.0  # when nothing is in flight: when the next URL is due (0: unknown)
     busy_hosts: set[str] = field(default_factory=set)
 
     def pages_per_second(self, now: float | None = None) -> float:
@@ -120,6 +122,7 @@ class Crawler:
         self._done_total = 0
         self._keys = HostKeys(config.host_key, config.resolve)
         self._failing_hosts: set[str] = set()  # hosts whose failure streak the frontier is counting
+        self._retrying: set[str] = set()  # URLs handed back for another attempt, for the display
         self._next_start: dict[str, float] = {}  # host -> earliest start of its next fetch (monotonic)
         # Outlinks already sent to the frontier (committed, or pending in this process's next
         # commit). Most outlinks are known; skipping them here saves their insert attempt. The
@@ -339,6 +342,7 @@ class Crawler:
                 if self._stopping or (cfg.max_pages and self._done_total >= cfg.max_pages):
                     return
                 ready = frontier.next_ready_time()
+                self.stats.next_attempt_at = ready or 0.0
                 if ready is None:
                     # A worker's share is empty, but another worker may still add to it: the
                     # crawl is over when no URL anywhere waits or is being fetched.
@@ -372,13 +376,17 @@ class Crawler:
         cfg = self.config
         host = leased.host
         self.stats.busy_hosts.add(host)
+        if self._retrying:  # empty unless something failed: no cost on a crawl that goes well
+            self._retry_done(leased.url)
         try:
             verdict = await run.robots.check(leased.url)
             if verdict.deferred_until:
-                # robots.txt answered 429: hand the URL back untouched and let the host rest.
+                # robots.txt answered 429 or could not be read yet: hand the URL back untouched and
+                # let the host rest.
                 back = FetchOutcome(leased.url, UrlState.UNFETCHED, time.time(),
                                     next_fetch_time=verdict.deferred_until)
                 self._pending.append((back, []))
+                self._retry_later(leased.url)
                 return
             if verdict.failure is not None:
                 failure = verdict.failure
@@ -459,6 +467,7 @@ class Crawler:
             run.frontier.host_success(host)
         if not decision.final:
             self.stats.retried += 1
+            self._retry_later(leased.url)
             self._emit(Event(EventKind.FAILED, now, url=leased.url, host=host, status=result.status,
                              error_class=outcome.error_class, message=decision.reason))
             return
@@ -490,6 +499,15 @@ class Crawler:
         kind = EventKind.GAVE_UP if failed else EventKind.SKIPPED
         self._emit(Event(kind, now, url=leased.url, host=leased.host, error_class=error_class,
                          message=reason))
+
+    def _retry_later(self, url: str) -> None:
+        """Count `url` as waiting for another attempt, until it is leased again."""
+        self._retrying.add(url)
+        self.stats.retrying = len(self._retrying)
+
+    def _retry_done(self, url: str) -> None:
+        self._retrying.discard(url)
+        self.stats.retrying = len(self._retrying)
 
     async def _take_turn(self, host: str, delay: float) -> None:
         """Space the starts of fetches to one host by `delay`, also for those leased together.

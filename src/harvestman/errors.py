@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
+
 
 class HarvestmanError(Exception):
     """Base of every error harvestman raises on purpose."""
@@ -105,3 +108,61 @@ class UnsupportedUrlError(FetchError):
 
     error_class = "unsupported_url"
     transient = False
+
+
+# ----- what a failure means for the `harvestman` command -----------------------------------------
+# Exit statuses, modelled on wget's; when the seeds failed for different reasons, the lowest status
+# above 1 wins, as in wget. README.md "The command line" lists them.
+EXIT_OK = 0
+EXIT_FAILED = 1  # generic: a seed refused by a rule of the crawl (robots.txt, a budget), a worker died
+EXIT_USAGE = 2  # bad options or input: an option, a config file, a seed, the output folder
+EXIT_IO = 3  # the output (WARC files, logs) could not be written
+EXIT_NETWORK = 4  # DNS, connection, timeout, or an address the guard refuses
+EXIT_TLS = 5  # TLS handshake or certificate verification
+EXIT_PROTOCOL = 7  # broken HTTP framing, redirect loops, refused redirects, undecodable bodies
+EXIT_SERVER = 8  # the server answered with an error status (4xx, 5xx)
+
+
+@dataclass(frozen=True, slots=True)
+class FailureHelp:
+    """What a recorded error class means for the command: its exit status and a hint ('' for none).
+
+    A hint may name `{address}`: the address a refused connection was to (or CIDR when unknown).
+    """
+
+    exit_status: int
+    hint: str = ""
+
+
+FAILURE_HELP: dict[str, FailureHelp] = {
+    "dns": FailureHelp(EXIT_NETWORK, "check the host name"),
+    "connect": FailureHelp(EXIT_NETWORK, "no connection: check the host and port, and that the server is up"),
+    "timeout": FailureHelp(EXIT_NETWORK, "no answer in time: --timeout allows longer"),
+    "blocked_address": FailureHelp(EXIT_NETWORK, "--allow-net {address} allows it"),
+    "robots_unavailable": FailureHelp(EXIT_NETWORK, "robots.txt could not be read: --ignore-robots skips it"),
+    "tls": FailureHelp(EXIT_TLS, "the certificate could not be verified: --insecure skips the check"),
+    "protocol": FailureHelp(EXIT_PROTOCOL),
+    "framing": FailureHelp(EXIT_PROTOCOL),
+    "content": FailureHelp(EXIT_PROTOCOL),
+    "too_many_redirects": FailureHelp(EXIT_PROTOCOL, "a redirect loop, or a chain longer than allowed"),
+    "redirect_refused": FailureHelp(
+        EXIT_PROTOCOL, "the redirect leaves the crawl's scope: start from its target, or --scope domain|any"
+    ),
+    "unsupported_url": FailureHelp(EXIT_USAGE, "only http:// and https:// URLs are fetched"),
+    "invalid_url": FailureHelp(EXIT_USAGE, "not a URL harvestman can fetch"),
+    "robots": FailureHelp(EXIT_FAILED, "disallowed by robots.txt: --ignore-robots fetches it anyway"),
+    "host_budget": FailureHelp(EXIT_FAILED, "--max-pages-per-host raises the budget"),
+}
+
+
+def failure_help(error_class: str) -> FailureHelp:
+    """The exit status and hint for an error class recorded on a URL (`http_404` and the like too)."""
+    if error_class.startswith("http_"):
+        return FailureHelp(EXIT_SERVER, "the server answered with an error")
+    return FAILURE_HELP.get(error_class, FailureHelp(EXIT_FAILED))
+
+
+def exit_status_of(statuses: Iterable[int]) -> int:
+    """One exit status for several failures, as wget picks it: the lowest above 1, else 1."""
+    specific = [s for s in statuses if s > EXIT_FAILED]
+    return min(specific) if specific else EXIT_FAILED

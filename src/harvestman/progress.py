@@ -24,36 +24,57 @@ def human_bytes(count: float) -> str:
     return f"{count:.1f} TB"
 
 
+# The live line's fields in the order shown, and the order they are kept in: a narrow terminal
+# drops them from the end of the second list.
+_SHOWN = ("name", "rate", "fetched", "queued", "retrying", "failed", "skipped", "in_flight", "bytes", "busy")
+_KEPT = ("rate", "fetched", "retrying", "queued", "failed", "in_flight", "bytes", "skipped", "name", "busy")
+
+
 class ProgressDisplay:
-    """A one-line live view of a running crawl: pages/s, fetched, failed, bytes, busy hosts."""
+    """A one-line live view of a running crawl: pages/s, fetched, failed, bytes, busy hosts.
+
+    The line fits the terminal's width (fields are dropped when it is narrow), and says when the
+    crawl is only waiting: for a retry, or for a host's turn.
+    """
 
     def __init__(self, stats: CrawlStats, console: Console | None = None) -> None:
         self._stats = stats
+        self._console = console or Console(stderr=True)
         self._live = Live(
             get_renderable=self._render,
-            console=console or Console(stderr=True),
+            console=self._console,
             refresh_per_second=4,
             transient=True,
         )
 
     def _render(self) -> Text:
+        return self.render(time.time(), self._console.width)
+
+    def render(self, now: float, width: int) -> Text:
+        """The progress line at time `now`, at most `width - 1` columns (so it never wraps)."""
         stats = self._stats
-        return Text.assemble(
-            ("harvestman ", "bold"),
-            f"{stats.pages_per_second(time.time()):7.1f} pages/s  ",
-            ("fetched ", "green"),
-            f"{stats.fetched:,}  ",
-            ("queued ", "blue"),
-            f"{stats.queued:,}  ",
-            ("failed ", "red"),
-            f"{stats.failed:,}  ",
-            ("skipped ", "yellow"),
-            f"{stats.skipped:,}  ",
-            ("in flight ", "cyan"),
-            f"{stats.in_flight:,}  ",
-            f"{human_bytes(stats.bytes)}  ",
-            f"busy hosts {len(stats.busy_hosts):,}",
-        )
+        fields: dict[str, Text] = {
+            "name": Text("harvestman", "bold"),
+            "rate": Text(f"{stats.pages_per_second(now):.1f} pages/s"),
+            "fetched": Text.assemble(("fetched ", "green"), f"{stats.fetched:,}"),
+            "queued": Text.assemble(("queued ", "blue"), f"{stats.queued:,}"),
+            "failed": Text.assemble(("failed ", "red"), f"{stats.failed:,}"),
+            "skipped": Text.assemble(("skipped ", "yellow"), f"{stats.skipped:,}"),
+            "in_flight": Text.assemble(("in flight ", "cyan"), f"{stats.in_flight:,}"),
+            "bytes": Text(human_bytes(stats.bytes)),
+            "busy": Text(f"busy hosts {len(stats.busy_hosts):,}"),
+        }
+        waiting = stats.next_attempt_at - now if stats.in_flight == 0 else 0.0
+        due = f"next attempt in {waiting:.0f} s" if waiting >= 1 else ""
+        if stats.retrying:
+            fields["retrying"] = Text.assemble(("retrying ", "magenta"), f"{stats.retrying:,}",
+                                               f", {due}" if due else "")
+        elif due and stats.queued:
+            fields["retrying"] = Text(f"waiting, {due}", "magenta")
+        keep = [name for name in _KEPT if name in fields]
+        while len(keep) > 1 and sum(len(fields[n]) + 2 for n in keep) - 2 > width - 1:
+            keep.pop()
+        return Text("  ").join(fields[name] for name in _SHOWN if name in keep)
 
     def __enter__(self) -> ProgressDisplay:
         self._live.__enter__()

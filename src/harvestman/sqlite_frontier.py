@@ -158,7 +158,8 @@ class SqliteFrontier:
         self._lock = threading.RLock()  # one connection, shared by the engine's threads
         self._hosts: dict[str, int] = {}  # host name -> id; bounded by the number of hosts
         self._record_cols = _record_cols(SCHEMA_VERSION)
-        self._lock_fd = self._take_lock()
+        self._closed = False
+        self._lock_fd = self._take_lock() if self._owns_files else -1
         # Workers take turns at writing through a blocking flock, which wakes the next one as soon
         # as a transaction ends; SQLite's own busy handler sleeps 1, 2, 5, 10... ms between tries,
         # and two workers waiting so for each other ran at a third of one worker's speed.
@@ -170,8 +171,7 @@ class SqliteFrontier:
                 self._drop_lock()
                 raise FrontierError(f"cannot create lock file {self.path}.writer: {exc.strerror}") from None
         try:
-            target = f"file:{self.path}?mode=ro" if read_only else str(self.path)
-            self._db = sqlite3.connect(target, isolation_level=None, check_same_thread=False, uri=read_only)
+            self._db = self._connect()
         except sqlite3.Error as exc:
             self._drop_lock()
             raise FrontierError(f"cannot open crawl database {self.path}: {exc}") from None
@@ -188,22 +188,63 @@ class SqliteFrontier:
 
     # -- opening -----------------------------------------------------------------------------
 
+    def _connect(self) -> sqlite3.Connection:
+        """The connection; a reader's is read-write where it may be, but only reads (query_only).
+
+        A `mode=ro` connection opened after the crawl had closed the file created crawl.db-wal and
+        -shm and, unable to checkpoint, left them behind; a read-write one, the last to close,
+        removes them as the crawl's own does.
+        """
+        if not self.read_only:
+            return sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
+        try:
+            db = sqlite3.connect(f"file:{self.path}?mode=rw", isolation_level=None,
+                                 check_same_thread=False, uri=True)
+        except sqlite3.OperationalError:  # a file this user may not write
+            db = sqlite3.connect(f"file:{self.path}?mode=ro", isolation_level=None,
+                                 check_same_thread=False, uri=True)
+        db.execute("PRAGMA query_only=ON")
+        return db
+
+    @property
+    def _owns_files(self) -> bool:
+        """Whether this process holds the crawl's lock (not a reader, not a worker)."""
+        return not self.read_only and self.shard[1] == 1
+
     def _take_lock(self) -> int:
         lock_path = f"{self.path}.lock"
-        try:
-            fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise FrontierError(f"cannot create lock file {lock_path}: {exc.strerror}") from None
-        try:
-            # flock belongs to the open file: the kernel drops it when the process dies, even by SIGKILL.
-            # A reader (status, export) takes no lock: it may look at a crawl while it runs; nor does
-            # a worker, whose parent holds it.
-            if not self.read_only and self.shard[1] == 1:
+        while True:
+            try:
+                fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise FrontierError(f"cannot create lock file {lock_path}: {exc.strerror}") from None
+            try:
+                # flock belongs to the open file: the kernel drops it when the process dies, even by
+                # SIGKILL. A reader (status, export) takes no lock: it may look at a crawl while it
+                # runs; nor does a worker, whose parent holds it.
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+            except OSError:
+                os.close(fd)
+                raise FrontierError(f"crawl database in use by another process: {self.path}") from None
+            # The crawl that held the lock removes its file when it closes (see close): a lock taken
+            # on a file since removed is no lock, so take it again on the file now there.
+            try:
+                if os.stat(lock_path).st_ino == os.fstat(fd).st_ino:
+                    return fd
+            except FileNotFoundError:
+                pass
             os.close(fd)
-            raise FrontierError(f"crawl database in use by another process: {self.path}") from None
-        return fd
+
+    def _remove_own_files(self) -> None:
+        """Remove the lock files of a crawl closed by the process that holds its lock.
+
+        The lock is still held here, so no other crawl is between its open and its flock of this
+        file but one that will find it removed (see _take_lock). Workers are done by then: their
+        parent closes last.
+        """
+        for suffix in (".writer", ".lock"):
+            with contextlib.suppress(OSError):
+                os.unlink(f"{self.path}{suffix}")
 
     def _drop_lock(self) -> None:
         if self._writer_fd >= 0:
@@ -292,7 +333,7 @@ class SqliteFrontier:
     def _tx(self) -> Iterator[sqlite3.Connection]:
         """One write transaction under the thread lock; rolled back (and caches dropped) on error."""
         with self._lock:
-            if self._lock_fd < 0:
+            if self._closed:
                 raise FrontierError(f"crawl database {self.path} is closed")
             db = self._db
             if self._writer_fd >= 0:
@@ -323,7 +364,7 @@ class SqliteFrontier:
                 raise FrontierError(f"crawl database {self.path}: {exc}") from None
 
     def _read(self) -> sqlite3.Connection:
-        if self._lock_fd < 0:
+        if self._closed:
             raise FrontierError(f"crawl database {self.path} is closed")
         return self._db
 
@@ -721,10 +762,13 @@ class SqliteFrontier:
     def close(self) -> None:
         """Release the database and its lock; idempotent."""
         with self._lock:
-            if self._lock_fd < 0:
+            if self._closed:
                 return
+            self._closed = True
             with contextlib.suppress(sqlite3.Error):
-                self._db.close()  # the last connection's close checkpoints the WAL
+                self._db.close()  # the last connection's close checkpoints the WAL and removes it
+            if self._owns_files:
+                self._remove_own_files()
             self._drop_lock()
 
     def __enter__(self) -> SqliteFrontier:

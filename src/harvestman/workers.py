@@ -90,13 +90,16 @@ class WorkerReport:
     bytes: int
     in_flight: int
     busy_hosts: frozenset[str]
+    retrying: int = 0
+    next_attempt_at: float = 0.0
     finished: bool = False
     error: str = ""  # why the worker could not go on (a full disk, say)
 
 
 def _report(index: int, stats: CrawlStats, *, finished: bool = False, error: str = "") -> WorkerReport:
     return WorkerReport(index, stats.fetched, stats.failed, stats.retried, stats.skipped, stats.bytes,
-                        stats.in_flight, frozenset(stats.busy_hosts), finished, error)
+                        stats.in_flight, frozenset(stats.busy_hosts), stats.retrying,
+                        stats.next_attempt_at if stats.in_flight == 0 else 0.0, finished, error)
 
 
 def _die_with_parent() -> None:
@@ -259,6 +262,8 @@ class WorkerPool:
         stats.bytes = sum(r.bytes for r in reports)
         stats.in_flight = sum(r.in_flight for r in reports)
         stats.busy_hosts = set().union(*(r.busy_hosts for r in reports))
+        stats.retrying = sum(r.retrying for r in reports)
+        stats.next_attempt_at = min((r.next_attempt_at for r in reports if r.next_attempt_at), default=0.0)
         stats.queued = queued
 
 

@@ -1,0 +1,119 @@
+"""What the command tells a user about a run's seeds: notes before it starts, why it fetched nothing."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from harvestman.addrguard import parse_ip
+from harvestman.engine import with_scheme
+from harvestman.errors import EXIT_OK, InvalidUrlError, exit_status_of, failure_help
+from harvestman.frontier import Frontier
+from harvestman.records import UrlRecord, UrlState
+from harvestman.report import open_crawl
+from harvestman.urls import normalize
+
+MAX_NAMED = 10  # seeds named one line each; the rest are counted in one more line
+_SUCCESS = (UrlState.FETCHED, UrlState.NOT_MODIFIED)
+_REDIRECTS = (UrlState.REDIRECT_TEMP, UrlState.REDIRECT_PERM)
+# The transport's words for a connection the address guard refused (transport.py).
+_REFUSED_ADDRESS = re.compile(r"refused to connect to (.+?): a private")
+
+
+@dataclass(frozen=True, slots=True)
+class SeedCheck:
+    """How many seeds can start a crawl, and a note on each seed that was taken as something else."""
+
+    valid: int
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RunVerdict:
+    """The command's exit status after a run, and the lines (for stderr) that explain it."""
+
+    exit_status: int
+    lines: tuple[str, ...] = ()
+
+
+def check_seeds(seeds: Iterable[str], *, max_length: int) -> SeedCheck:
+    """Read the seeds as the engine will: note each one without a scheme (http:// is assumed) and
+    each that is no fetchable URL (the engine skips it); count the usable ones."""
+    valid = 0
+    notes: list[str] = []
+    for raw in seeds:
+        text = raw.strip()
+        assumed = with_scheme(text)
+        try:
+            url = normalize(assumed, max_length=max_length)
+        except InvalidUrlError as exc:
+            notes.append(f"skipped seed {text!r}: not a URL harvestman can fetch: {exc}")
+            continue
+        valid += 1
+        if assumed != text:
+            notes.append(f"seed {text!r} has no scheme: http:// assumed ({url})")
+    return SeedCheck(valid, tuple(_capped(notes, "notes")))
+
+
+def run_verdict(folder: Path) -> RunVerdict:
+    """Exit status 0 when the run fetched a page (or stopped before its seeds were decided); else
+    the status for its seeds' failures, with one line per seed saying why, and a hint."""
+    frontier = open_crawl(folder)
+    try:
+        counts = frontier.counts()
+        if any(counts[state] for state in _SUCCESS):
+            return RunVerdict(EXIT_OK)
+        failures: list[UrlRecord] = []
+        for seed in (frontier.get_meta("seeds") or "").split("\n"):
+            record = frontier.get(seed) if seed else None
+            if record is None:
+                continue
+            record = _where_it_ended(record, frontier)
+            if record.state == UrlState.UNFETCHED or record.state in _SUCCESS:
+                return RunVerdict(EXIT_OK)  # stopped (Ctrl-C) before this seed was decided
+            failures.append(record)
+    finally:
+        frontier.close()
+    if not failures:
+        return RunVerdict(EXIT_OK)
+    status = exit_status_of(failure_help(r.error_class).exit_status for r in failures)
+    lines = [f"nothing was fetched: {'the seed' if len(failures) == 1 else 'every seed'} failed"]
+    lines.extend(_capped([_explain(record) for record in failures], "failed seeds (see download.log)"))
+    return RunVerdict(status, tuple(lines))
+
+
+def _where_it_ended(record: UrlRecord, frontier: Frontier) -> UrlRecord:
+    """A seed's own record, or, when it redirected without an error, the record of its target."""
+    if record.state in _REDIRECTS and not record.error_class and record.final_url:
+        return frontier.get(record.final_url) or record
+    return record
+
+
+def _explain(record: UrlRecord) -> str:
+    """`URL: why (error class); hint` for one failed seed."""
+    error_class = record.error_class or (f"http_{record.http_status}" if record.http_status else "unknown")
+    why = record.error_message or (f"HTTP {record.http_status}" if record.http_status else "failed")
+    hint = failure_help(error_class).hint
+    if "{address}" in hint:
+        hint = hint.format(address=_refused_range(record))
+    return f"{record.url}: {why} ({error_class})" + (f"; {hint}" if hint else "")
+
+
+def _refused_range(record: UrlRecord) -> str:
+    """The single-address CIDR a refused connection went to, for --allow-net; 'CIDR' when unknown."""
+    found = _REFUSED_ADDRESS.search(record.error_message)
+    for text in (urlsplit(record.url).hostname or "", found.group(1) if found else ""):
+        addr = parse_ip(text)
+        if addr is not None:
+            return f"{addr}/{addr.max_prefixlen}"
+    return "CIDR"
+
+
+def _capped(lines: list[str], what: str) -> list[str]:
+    """The first MAX_NAMED lines, and a count of the rest."""
+    if len(lines) <= MAX_NAMED:
+        return lines
+    return [*lines[:MAX_NAMED], f"... and {len(lines) - MAX_NAMED} more {what}"]
