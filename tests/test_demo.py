@@ -182,7 +182,7 @@ def test_a_crawl_configured_from_demo_web_crosses_the_three_sites(tmp_path: Path
 
 def _record(state: UrlState, status: int, error_class: str = "") -> UrlRecord:
     return UrlRecord("", "", state, 0, 0, 0.0, "", 0.0, 0.0, status, error_class,
-                     "", "", "", "", "", 0, 0, "")
+                     "", "", "", "", "", 0, 0, "", "")
 
 
 def test_demo_guide_reports_each_sight_and_the_commands(demo: DemoServer, tmp_path: Path) -> None:
