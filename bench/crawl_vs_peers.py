@@ -170,7 +170,7 @@ def main() -> None:
                           flush=True)
         print(f"web: {args.hosts} hosts x {args.pages} pages, {len(spec.reachable)} reachable, "
               f"{len(spec.disallowed)} disallowed; {args.runs} run(s); cores: {os.cpu_count()}")
-        print(f"{'tool':<11}{'pages':>8}{'wall s':>9}{'pages/s':>10}{'CPU ms/page':>13}{'peak RSS MB':>13}")
+        print(f"{'tool':<16}{'pages':>8}{'wall s':>9}{'pages/s':>10}{'CPU ms/page':>13}{'peak RSS MB':>13}")
         medians: dict[str, float] = {}
         for tool, results in runs.items():
             pages = statistics.median(r.pages for r in results)
@@ -178,7 +178,7 @@ def main() -> None:
             rate = medians[tool] = statistics.median(r.pages_per_s for r in results)
             cpu = statistics.median(r.cpu_ms_per_page for r in results)
             rss = max(r.peak_rss_mb for r in results)
-            print(f"{tool:<11}{pages:>8.0f}{wall:>9.2f}{rate:>10,.0f}{cpu:>13.2f}{rss:>13.0f}")
+            print(f"{tool:<16}{pages:>8.0f}{wall:>9.2f}{rate:>10,.0f}{cpu:>13.2f}{rss:>13.0f}")
         mine = runs["harvestman"][-1]
         for tool in runs:
             if tool != "harvestman":
