@@ -14,7 +14,7 @@ from typing import Any
 
 from harvestman import __version__
 from harvestman.config import CrawlConfig, config_from_mapping, load_toml
-from harvestman.engine import Crawler, CrawlStats
+from harvestman.engine import Crawler, CrawlStats, deferred_note
 from harvestman.errors import (
     EXIT_FAILED,
     EXIT_IO,
@@ -74,6 +74,10 @@ def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
     parser.add_argument("--retries", type=int, help="retries of a failed fetch (default 3)")
     parser.add_argument(
         "--timeout", type=float, metavar="SECONDS", help="total time allowed per fetch (default 60)"
+    )
+    parser.add_argument(
+        "--max-wait", type=float, metavar="SECONDS",
+        help="end the run when every URL left waits longer than this (default 600; --resume goes on)",
     )
     parser.add_argument(
         "--max-size", type=int, metavar="BYTES", help="truncate bodies beyond BYTES (default 10 MiB)"
@@ -212,10 +216,14 @@ def check_before_creating(cfg: CrawlConfig) -> None:
                           "to start one")
 
 
-def finish(cfg: CrawlConfig) -> int:
-    """After a run: the summary, then (on stderr) why nothing was fetched, if so; the exit status."""
+def finish(cfg: CrawlConfig, stats: CrawlStats) -> int:
+    """After a run: the summary, then (on stderr) what waits beyond --max-wait and why nothing was
+    fetched, if so; the exit status."""
     if not cfg.quiet and not cfg.log_json:
         print_summary(crawl_report(cfg.out_dir))
+    if stats.deferred:
+        print(f"harvestman: {deferred_note(stats.deferred, stats.deferred_until, cfg.max_wait)}",
+              file=sys.stderr)
     verdict = run_verdict(cfg.out_dir)
     for line in verdict.lines:
         print(f"harvestman: {line}", file=sys.stderr)
@@ -244,7 +252,7 @@ def run_crawl(cfg: CrawlConfig) -> int:
             asyncio.run(main())
     else:
         asyncio.run(main())
-    return finish(cfg)
+    return finish(cfg, crawler.stats)
 
 
 def _run_with_workers(cfg: CrawlConfig, count: int) -> int:
@@ -264,7 +272,7 @@ def _run_with_workers(cfg: CrawlConfig, count: int) -> int:
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    return finish(cfg)
+    return finish(cfg, stats)
 
 
 def run_demo(out: Path | None, quiet: bool) -> int:

@@ -69,6 +69,9 @@ class CrawlConfig:
     host_key: str = "host"
     crawl_delay_cap: float = 30.0  # robots.txt Crawl-delay is honoured up to this
     retry_after_cap: float = 3600.0  # Retry-After is honoured up to this
+    # When every URL left waits longer than this (Retry-After, circuit breaker, retry back-off), the
+    # run ends; --resume continues them.
+    max_wait: float = 600.0
     robots_ttl: float = 24 * 3600.0
     obey_robots: bool = True
     verify_tls: bool = True
@@ -110,6 +113,7 @@ def _validate(cfg: CrawlConfig) -> None:
     positive("max_redirects", cfg.max_redirects, allow_zero=True)
     positive("warc_max_bytes", cfg.warc_max_bytes)
     positive("lease_seconds", cfg.lease_seconds)
+    positive("max_wait", cfg.max_wait, allow_zero=True)
     if cfg.scope not in SCOPES:
         raise ConfigError(f"scope must be one of {', '.join(SCOPES)}, got {cfg.scope!r}")
     if cfg.host_key not in HOST_KEYS:

@@ -20,7 +20,7 @@ from harvestman.hostkeys import HostKeys
 from harvestman.journal import RunJournal
 from harvestman.outcome import Decision, decide
 from harvestman.parse import parse_html
-from harvestman.politeness import breaker_pause
+from harvestman.politeness import FailureStreaks, breaker_pause
 from harvestman.records import CrawledPage, FetchOutcome, FetchResult, LeasedUrl, NewUrl, ParsedPage, UrlState
 from harvestman.robots_gate import RobotsGate
 from harvestman.scope import Scope, followed_links
@@ -55,6 +55,9 @@ class CrawlStats:
     queued: int = 0  # URLs waiting in the frontier (sampled a few times a second)
     retrying: int = 0  # URLs waiting for another attempt (a failed fetch, or robots.txt unreachable)
     next_attempt_at: float = 0.0  # when nothing is in flight: when the next URL is due (0: unknown)
+    # The run ended because every URL left waits beyond --max-wait: how many, and the earliest due.
+    deferred: int = 0
+    deferred_until: float = 0.0
     busy_hosts: set[str] = field(default_factory=set)
 
     def pages_per_second(self, now: float | None = None) -> float:
@@ -90,6 +93,17 @@ class _Run:
     follow: dict[str, tuple[str, str] | None] = field(default_factory=dict)
 
 
+def deferred_note(count: int, until: float, max_wait: float) -> str:
+    """The one line that says a run ended with URLs deferred beyond --max-wait, and what to do."""
+    try:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(until))
+    except (OverflowError, OSError, ValueError):  # "never": a host with nothing it could lease
+        when = "later"
+    urls = "1 URL waits" if count == 1 else f"{count} URLs wait"
+    return (f"{urls} (the first until {when}), longer than --max-wait {max_wait:g}s: "
+            "--resume continues them")
+
+
 def with_scheme(seed: str) -> str:
     """`example.com/x` as `http://example.com/x`: a seed typed without a scheme, as curl takes it."""
     return seed if "://" in seed or not seed else f"http://{seed}"
@@ -121,7 +135,8 @@ class Crawler:
         self._wake = asyncio.Event()
         self._done_total = 0
         self._keys = HostKeys(config.host_key, config.resolve)
-        self._failing_hosts: set[str] = set()  # hosts whose failure streak the frontier is counting
+        # Hosts whose failure streak the frontier is counting, with the URLs counted in it.
+        self._failing_hosts = FailureStreaks()
         self._retrying: set[str] = set()  # URLs handed back for another attempt, for the display
         self._next_start: dict[str, float] = {}  # host -> earliest start of its next fetch (monotonic)
         # Outlinks already sent to the frontier (committed, or pending in this process's next
@@ -216,7 +231,7 @@ class Crawler:
                         EventKind.CRAWL_FINISHED,
                         time.time(),
                         bytes=self.stats.bytes,
-                        message=f"{self.stats.fetched} fetched, {self.stats.failed} failed",
+                        message=self._finished_message(),
                     )
                 )
             finally:
@@ -229,6 +244,13 @@ class Crawler:
         if self._fatal is not None:
             raise self._fatal
         return self.stats
+
+    def _finished_message(self) -> str:
+        stats = self.stats
+        message = f"{stats.fetched} fetched, {stats.failed} failed"
+        if stats.deferred:
+            message += "; " + deferred_note(stats.deferred, stats.deferred_until, self.config.max_wait)
+        return message
 
     def _make_output_folder(self) -> Path:
         out = Path(self.config.out_dir)
@@ -348,7 +370,11 @@ class Crawler:
                     # crawl is over when no URL anywhere waits or is being fetched.
                     if self.worker is None or not frontier.counts()[UrlState.UNFETCHED]:
                         return
+                    if self._all_deferred(frontier, now):  # what others have left waits too long
+                        return
                     ready = now + SHARE_EMPTY_POLL
+                elif ready - now > cfg.max_wait and self._all_deferred(frontier, now):
+                    return
                 await asyncio.sleep(min(max(ready - now, 0.001), IDLE_POLL))
                 continue
             self._wake.clear()
@@ -356,6 +382,22 @@ class Crawler:
             wait = IDLE_POLL if ready is None else min(max(ready - now, 0.001), IDLE_POLL)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=wait)
+
+    def _all_deferred(self, frontier: Frontier, now: float) -> bool:
+        """Whether all the crawl has left waits beyond --max-wait (then noted in the stats).
+
+        Called with nothing in flight here. A worker ends only when that holds for the whole crawl
+        and no other worker has a fetch in flight (one could add URLs to this worker's share), so
+        that every worker sees the same and they all end.
+        """
+        if self.worker is not None and frontier.in_flight():
+            return False
+        ready = frontier.next_ready_time(everywhere=True)
+        if ready is None or ready - now <= self.config.max_wait:
+            return False
+        self.stats.deferred = frontier.counts()[UrlState.UNFETCHED]
+        self.stats.deferred_until = ready
+        return True
 
     def _flush(
         self, frontier: Frontier, journal: RunJournal, now: float, *, lease: int = 0
@@ -458,12 +500,14 @@ class Crawler:
         if decision.pause_host_until > now:
             self._pause(run.frontier, host, decision.pause_host_until, decision.reason)
         if decision.host_failed:
-            self._failing_hosts.add(host)
-            pause = breaker_pause(run.frontier.host_failure(host, now))
-            if pause:
-                self._pause(run.frontier, host, now + pause, "circuit breaker: repeated failures")
+            # A retry of a URL already in the streak is not counted again: the breaker pauses a
+            # host when several of its URLs fail in a row, not when one URL is retried.
+            if self._failing_hosts.failed(host, leased.url):
+                pause = breaker_pause(run.frontier.host_failure(host, now))
+                if pause:
+                    self._pause(run.frontier, host, now + pause, "circuit breaker: repeated failures")
         elif host in self._failing_hosts:  # a write only when there is a failure streak to end
-            self._failing_hosts.discard(host)
+            self._failing_hosts.succeeded(host)
             run.frontier.host_success(host)
         if not decision.final:
             self.stats.retried += 1

@@ -64,8 +64,11 @@ class Frontier(Protocol):
         """Number of URLs currently leased."""
         ...
 
-    def next_ready_time(self) -> float | None:
-        """Earliest time a lease may succeed (never later than the truth), or None when nothing is pending."""
+    def next_ready_time(self, *, everywhere: bool = False) -> float | None:
+        """Earliest time a lease may succeed (never later than the truth), or None when nothing is pending.
+
+        A worker asks about its share of the hosts, or with `everywhere` about the whole crawl.
+        """
         ...
 
     def records(self) -> Iterator[UrlRecord]:

@@ -10,7 +10,7 @@ from harvestman.config import CrawlConfig
 from harvestman.content import sha1_base32
 from harvestman.errors import RedirectRefusedError
 from harvestman.fetcher import is_transient, location_target
-from harvestman.politeness import parse_retry_after, retry_backoff
+from harvestman.politeness import is_host_failure, parse_retry_after, retry_backoff
 from harvestman.records import FetchOutcome, FetchResult, LeasedUrl, UrlState
 
 PERMANENT_REDIRECTS = frozenset({301, 308})
@@ -22,7 +22,7 @@ class Decision:
 
     outcome: FetchOutcome
     pause_host_until: float = 0.0
-    host_failed: bool = False  # counts towards the host's circuit breaker
+    host_failed: bool = False  # a host-level failure: counts towards the host's circuit breaker
     final: bool = True  # False: the URL goes back to the queue for another attempt
     reason: str = ""  # why it failed, for the download log
 
@@ -71,13 +71,16 @@ def decide(result: FetchResult, leased: LeasedUrl, now: float, cfg: CrawlConfig,
         return FetchOutcome(**(base | changes))
 
     def retry_or_give_up(error_class: str, message: str, pause_until: float = 0.0) -> Decision:
+        # The retry waits on its own URL (next_fetch_time): the host rests only when it asked to
+        # (`pause_until`: 429/503), or when its circuit breaker trips (the engine's call).
         failed = {"error_class": error_class, "error_message": message, "retried": True}
+        host_failed = is_host_failure(result.error_class, status)
         if leased.retries < cfg.retries:
             wait = max(retry_backoff(leased.retries), pause_until - now)
             again = outcome(**failed, state=UrlState.UNFETCHED, next_fetch_time=now + wait)
-            return Decision(again, pause_until, host_failed=True, final=False, reason=message)
+            return Decision(again, pause_until, host_failed=host_failed, final=False, reason=message)
         reason = f"{message} (after {leased.retries + 1} attempts)"
-        return Decision(outcome(**failed), pause_until, host_failed=True, reason=reason)
+        return Decision(outcome(**failed), pause_until, host_failed=host_failed, reason=reason)
 
     if result.error_class == RedirectRefusedError.error_class and 300 <= status < 400:
         # The URL is a redirect whose target we may not follow (scope, robots.txt, scheme).

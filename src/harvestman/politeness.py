@@ -6,7 +6,20 @@ import email.utils
 import math
 
 DEFAULT_RETRY_AFTER = 60.0
-BREAKER_THRESHOLD = 5  # consecutive failures before a host is paused
+BREAKER_THRESHOLD = 5  # distinct URLs failing in a row at host level before a host is paused
+
+# The failures that say something about the HOST, not the URL: it could not be found or reached, it
+# did not answer in time, or it answered that it is failing (5xx). These are what the circuit
+# breaker counts, to stop hammering a host that is down or overloaded.
+# Not counted, being about one URL of a host that answers: framing (a body cut short, conflicting
+# lengths, a bad chunk: "protocol" and "framing", curl's partial file among them), over-long
+# headers, undecodable bodies, redirects, 4xx. TLS failures are permanent (no retry) and the same
+# for every URL of the host, so a streak would only repeat what the first one said. Unclassified
+# transport errors ("fetch_error") are no evidence that the host is down either. A timeout is counted
+# although a slow page can be the URL's fault: the transport cannot tell it from a host that stopped
+# answering, and counting each URL once (see FailureStreaks) keeps a few slow pages under the
+# threshold.
+HOST_LEVEL_ERRORS = frozenset({"dns", "connect", "timeout"})
 
 
 def parse_retry_after(
@@ -48,3 +61,34 @@ def breaker_pause(consecutive_failures: int, *, threshold: int = BREAKER_THRESHO
     if consecutive_failures < threshold:
         return 0.0
     return min(cap, base * 2.0 ** min(consecutive_failures - threshold, 20))
+
+
+def is_host_failure(error_class: str, status: int = 0) -> bool:
+    """Whether a failed fetch counts towards its host's circuit breaker (see HOST_LEVEL_ERRORS)."""
+    if error_class:
+        return error_class in HOST_LEVEL_ERRORS
+    return status >= 500 or status == 429
+
+
+class FailureStreaks(dict[str, set[str]]):
+    """Per failing host, the distinct URLs that failed at host level since its last success.
+
+    The breaker counts URLs, not attempts: the retries of three bad pages are three failures, not
+    twelve, so a few bad URLs of a good host never pause it. A dict (of hosts with a streak only),
+    so the engine's per-page check `host in streaks` is a plain dict lookup.
+    """
+
+    def failed(self, host: str, url: str) -> bool:
+        """Record a host-level failure of `url`; True when it lengthens the streak (a new URL)."""
+        urls = self.get(host)
+        if urls is None:
+            self[host] = {url}
+            return True
+        if url in urls:
+            return False
+        urls.add(url)
+        return True
+
+    def succeeded(self, host: str) -> bool:
+        """End the streak of `host` (it answered); True when there was one."""
+        return self.pop(host, None) is not None

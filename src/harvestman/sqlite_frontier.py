@@ -629,10 +629,10 @@ class SqliteFrontier:
         with self._reading():
             return int(self._read().execute("SELECT COUNT(*) FROM urls WHERE lease_until > 0").fetchone()[0])
 
-    def next_ready_time(self) -> float | None:
+    def next_ready_time(self, *, everywhere: bool = False) -> float | None:
         """Earliest time a lease may succeed (never later than the truth), or None when nothing is pending.
 
-        For a worker: in its share of the hosts.
+        For a worker: in its share of the hosts, or with `everywhere` in the whole crawl.
         """
         with self._reading():
             # A full host waits for a lease to expire (or, sooner, a completion the engine sees itself).
@@ -642,7 +642,7 @@ class SqliteFrontier:
                     "SELECT MIN(MAX(h.ready_at, h.paused_until, h.wake_at, CASE WHEN h.in_flight >= ?"
                     " THEN COALESCE((SELECT MIN(lease_until) FROM urls"
                     " WHERE host_id = h.id AND lease_until > 0), 0) ELSE 0 END))"
-                    f" FROM hosts h WHERE h.pending > 0{self._mine}",
+                    f" FROM hosts h WHERE h.pending > 0{'' if everywhere else self._mine}",
                     (self.per_host,),
                 )
                 .fetchone()
