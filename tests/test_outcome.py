@@ -80,3 +80,26 @@ def test_429_pauses_the_host_for_retry_after() -> None:
 def test_a_truncated_body_is_fetched_but_flagged() -> None:
     d = decide(result(200, body=b"x" * 10, truncated=True), leased(), NOW, CFG)
     assert d.outcome.state == UrlState.FETCHED and d.outcome.error_class == "truncated" and not d.reason
+
+
+def test_only_host_level_failures_count_towards_the_breaker() -> None:
+    # The host could not be reached or answered that it is failing: its breaker counts it.
+    for host_level in (result(0, error_class="timeout"), result(0, error_class="connect"),
+                       result(0, error_class="dns"), result(500), result(503), result(429)):
+        assert decide(host_level, leased(), NOW, CFG).host_failed, host_level
+    # The host answered, but this URL is broken: retried, yet no evidence the host is down.
+    for url_level in (result(0, error_class="protocol", error_message="curl error 18: partial file"),
+                      result(0, error_class="framing"), result(0, error_class="fetch_error"),
+                      result(0, error_class="content"), result(404), result(200)):
+        assert not decide(url_level, leased(), NOW, CFG).host_failed, url_level
+    short = decide(result(0, error_class="protocol"), leased(), NOW, CFG)
+    assert not short.final and short.outcome.state == UrlState.UNFETCHED  # still retried
+
+
+def test_a_transient_failure_backs_off_on_its_url_not_its_host() -> None:
+    for failure in (result(0, error_class="timeout"), result(0, error_class="protocol"), result(500)):
+        d = decide(failure, leased(1), NOW, CFG)
+        assert d.pause_host_until == 0.0 and d.outcome.next_fetch_time > NOW
+    # A host that asks for rest (429/503 with Retry-After) gets it, the URL waits as long.
+    d = decide(result(503, headers=(("Retry-After", "3600"),)), leased(), NOW, CFG)
+    assert d.pause_host_until == NOW + 3600 and d.outcome.next_fetch_time >= NOW + 3600
