@@ -476,3 +476,16 @@ def test_schema_1_file_is_read_and_migrated(tmp_path: Path) -> None:
         f.complete([done("http://a.test/2", http_status=200, title="Two")], T0)
         got = f.get("http://a.test/2")
         assert got is not None and got.title == "Two"
+
+
+def test_a_worker_asks_when_its_share_or_the_whole_crawl_is_ready(tmp_path: Path) -> None:
+    """--max-wait in a worker: its own share's next time, and the whole crawl's (`everywhere`)."""
+    with SqliteFrontier(tmp_path / "crawl.db", host_of=host_of) as owner:
+        owner.add([nu("http://a.test/1")])  # host id 1
+        owner.add([nu("http://b.test/1")])  # host id 2: worker 0 of 2's share
+        owner.pause_host("a.test", T0 + 50, "retry-after")
+        owner.pause_host("b.test", T0 + 100, "retry-after")
+        with SqliteFrontier(tmp_path / "crawl.db", host_of=host_of, shard=(0, 2)) as worker:
+            assert worker.next_ready_time() == T0 + 100  # b.test only
+            assert worker.next_ready_time(everywhere=True) == T0 + 50
+        assert owner.next_ready_time() == owner.next_ready_time(everywhere=True) == T0 + 50

@@ -41,7 +41,8 @@ class Frontier(Protocol):
         ...
 
     def host_failure(self, host: str, now: float) -> int:
-        """Count one more consecutive failure of `host` and return the count."""
+        """Count one more URL in the failure streak of `host` (the engine counts each URL once) and
+        return the count."""
         ...
 
     def host_success(self, host: str) -> None:

@@ -584,7 +584,8 @@ class SqliteFrontier:
             )
 
     def host_failure(self, host: str, now: float) -> int:
-        """Count one more consecutive failure of `host` and return the count."""
+        """Count one more URL in the failure streak of `host` (the engine counts each URL once) and
+        return the count."""
         with self._tx() as db:
             host_id = self._host_id(host)
             db.execute(
