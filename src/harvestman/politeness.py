@@ -9,16 +9,16 @@ DEFAULT_RETRY_AFTER = 60.0
 BREAKER_THRESHOLD = 5  # distinct URLs failing in a row at host level before a host is paused
 
 # The failures that say something about the HOST, not the URL: it could not be found or reached, it
-# did not answer in time, or it answered that it is failing (5xx). These are what the circuit
-# breaker counts, to stop hammering a host that is down or overloaded.
+# did not answer in time, or it answered that it is failing (5xx) or overloaded (429). The circuit
+# breaker counts these, to stop hammering a host that is down or overloaded.
 # Not counted, being about one URL of a host that answers: framing (a body cut short, conflicting
 # lengths, a bad chunk: "protocol" and "framing", curl's partial file among them), over-long
 # headers, undecodable bodies, redirects, 4xx. TLS failures are permanent (no retry) and the same
 # for every URL of the host, so a streak would only repeat what the first one said. Unclassified
-# transport errors ("fetch_error") are no evidence that the host is down either. A timeout is counted
-# although a slow page can be the URL's fault: the transport cannot tell it from a host that stopped
-# answering, and counting each URL once (see FailureStreaks) keeps a few slow pages under the
-# threshold.
+# transport errors ("fetch_error") are no evidence that the host is down either. A timeout, and a
+# reset ("connect"), are counted even when the head had arrived (a slow or cut body can be the URL's
+# fault): a failed fetch's record does not say whether it had, and counting each URL once (see
+# FailureStreaks) keeps a few such pages under the threshold.
 HOST_LEVEL_ERRORS = frozenset({"dns", "connect", "timeout"})
 
 
