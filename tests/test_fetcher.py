@@ -11,8 +11,8 @@ import pytest
 from harvestman.addrguard import AddressGuard
 from harvestman.config import CrawlConfig
 from harvestman.engine import Crawler
-from harvestman.errors import ConnectFetchError, RedirectRefusedError, TimeoutFetchError
-from harvestman.fetcher import FOLLOW, Fetcher, HopVerdict, is_transient, redirect_target
+from harvestman.errors import ConnectFetchError, RedirectRefusedError, TimeoutFetchError, is_transient
+from harvestman.fetcher import FOLLOW, Fetcher, HopVerdict, redirect_target
 from harvestman.parse import parse_html
 from harvestman.records import FetchResult, HttpRequest, HttpResponse, UrlState
 from harvestman.transport import CurlTransport, MemoryTransport, TransportSettings, make_response

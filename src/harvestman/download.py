@@ -17,8 +17,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from harvestman.config import CrawlConfig, config_from_mapping
-from harvestman.errors import UnsupportedUrlError
-from harvestman.fetcher import FOLLOW, Fetcher, HopVerdict, error_for, is_transient
+from harvestman.errors import UnsupportedUrlError, error_for, is_transient
+from harvestman.fetcher import FOLLOW, Fetcher, HopVerdict
 from harvestman.journal import RunJournal
 from harvestman.politeness import parse_retry_after, retry_backoff
 from harvestman.records import FetchResult

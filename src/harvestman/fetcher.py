@@ -2,12 +2,10 @@
 
 Every outcome becomes a record: transport errors, refused or endless redirects are returned as a
 FetchResult with `error_class` set, never raised, so each URL always ends in a recorded state.
-`is_transient(error_class)` tells whether a retry may help.
 """
 
 from __future__ import annotations
 
-import functools
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
@@ -41,34 +39,6 @@ class HopVerdict:
 FOLLOW = HopVerdict(True)
 # Judges a redirect target (scope, robots.txt, already known); async as robots.txt may need a fetch.
 HopCheck = Callable[[str], Awaitable[HopVerdict]]
-
-
-@functools.cache
-def _error_types() -> dict[str, type[FetchError]]:
-    """Every FetchError subclass by its error_class name."""
-    table: dict[str, type[FetchError]] = {}
-    todo: list[type[FetchError]] = [FetchError]
-    while todo:
-        cls = todo.pop()
-        table.setdefault(cls.error_class, cls)
-        todo.extend(cls.__subclasses__())
-    return table
-
-
-def is_transient(error_class: str) -> bool:
-    """Whether a fetch that failed with `error_class` may succeed if retried (False if unknown)."""
-    cls = _error_types().get(error_class)
-    return cls is not None and cls.transient
-
-
-def error_for(error_class: str, message: str) -> FetchError:
-    """A FetchError of the class named `error_class` (a plain, permanent one if the name is unknown)."""
-    cls = _error_types().get(error_class)
-    if cls is not None:
-        return cls(message)
-    error = FetchError(message)
-    error.error_class, error.transient = error_class, False
-    return error
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:

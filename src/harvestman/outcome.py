@@ -8,8 +8,8 @@ from typing import Any
 
 from harvestman.config import CrawlConfig
 from harvestman.content import sha1_base32
-from harvestman.errors import RedirectRefusedError
-from harvestman.fetcher import is_transient, location_target
+from harvestman.errors import RedirectRefusedError, is_transient
+from harvestman.fetcher import location_target
 from harvestman.politeness import parse_retry_after, retry_backoff
 from harvestman.records import FetchOutcome, FetchResult, LeasedUrl, UrlState
 
