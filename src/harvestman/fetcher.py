@@ -19,7 +19,7 @@ from harvestman.errors import (
     TooManyRedirectsError,
     UnsupportedUrlError,
 )
-from harvestman.records import FetchResult, HttpRequest, HttpResponse, RedirectHop, Timings
+from harvestman.records import FetchResult, HttpMethod, HttpRequest, HttpResponse, RedirectHop, Timings
 from harvestman.transport import Transport
 from harvestman.urls import resolve
 
@@ -92,8 +92,11 @@ class Fetcher:
         self.hop_check = hop_check
 
     async def fetch(self, url: str, *, headers: Sequence[tuple[str, str]] = (), timeout: float,
-                    max_size: int, attempt: int = 1) -> FetchResult:
-        """Fetch `url` following redirects; failures are returned as a FetchResult with error_class."""
+                    max_size: int, attempt: int = 1, method: HttpMethod = "GET") -> FetchResult:
+        """Fetch `url` following redirects; failures are returned as a FetchResult with error_class.
+
+        `method` HEAD asks every hop for its head only: the result has the headers and no body.
+        """
         started_at = time.time()
         start = time.monotonic()
         deadline = start + timeout
@@ -111,7 +114,8 @@ class Fetcher:
                 if remaining <= 0:
                     raise TimeoutFetchError(f"deadline of {timeout:g}s passed while following redirects")
                 response = await self.transport.fetch(
-                    HttpRequest(current, headers=request_headers, timeout=remaining, max_size=max_size))
+                    HttpRequest(current, headers=request_headers, timeout=remaining, max_size=max_size,
+                                method=method))
                 wire_bytes += response.wire_bytes
                 location = response.header("location")
                 if response.status not in REDIRECT_STATUSES or not location:
