@@ -132,6 +132,7 @@ def test_out_naming_a_file_is_a_usage_error(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert f"--out {a_file} is a file, not a folder" in done.stderr
     assert a_file.read_text() == "not a folder"
+    assert "Traceback" not in done.stderr
 
 
 def test_exit_statuses_follow_wget() -> None:

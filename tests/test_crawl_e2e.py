@@ -123,13 +123,6 @@ def test_bad_input_gets_a_clear_message_and_exit_status(
     assert "Traceback" not in done.stderr
 
 
-def test_an_unusable_output_folder_is_a_clear_error(tmp_path: Path) -> None:
-    a_file = tmp_path / "a-file"
-    a_file.write_text("not a folder")
-    done = run_cli("crawl", "http://x.invalid/", "--out", str(a_file))
-    assert done.returncode == 2
-    assert "is a file, not a folder" in done.stderr
-    assert "Traceback" not in done.stderr
 
 
 def test_a_seed_without_a_scheme_is_taken_as_http() -> None:

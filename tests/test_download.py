@@ -16,7 +16,20 @@ from typing import Any
 import pytest
 
 import harvestman
-from harvestman.records import FetchResult, RedirectHop
+from harvestman.config import CrawlConfig
+from harvestman.download import download_retry
+from harvestman.errors import (
+    ConnectFetchError,
+    DnsFetchError,
+    FetchError,
+    FramingFetchError,
+    TimeoutFetchError,
+    TlsFetchError,
+)
+from harvestman.fetcher import Fetcher
+from harvestman.outcome import decide
+from harvestman.records import FetchResult, LeasedUrl, RedirectHop
+from harvestman.transport import MemoryTransport, make_response
 from tests.httpserver import RawServer, RouteHandler, RouteServer, raw_response, read_request
 
 LOOPBACK = ["127.0.0.0/8"]
@@ -304,8 +317,6 @@ def test_breaking_out_of_the_async_iterator_returns_promptly() -> None:
 
 
 def test_a_long_list_is_read_lazily_through_a_bounded_window() -> None:
-    from harvestman.transport import MemoryTransport, make_response
-
     urls = [f"http://h{i % 50}.test/{i}" for i in range(3000)]
     transport = MemoryTransport({u: make_response(u, 200, body=b"ok") for u in urls})
     consumed = 0
@@ -453,3 +464,83 @@ def test_crawl_delay_is_capped_by_crawl_delay_cap() -> None:
     seen = _request_times(b"User-agent: *\nCrawl-delay: 60\n", 3, crawl_delay_cap=0.2)
     assert min(b - a for a, b in itertools.pairwise(seen)) >= 0.15
     assert time.monotonic() - start < 30  # not the minutes 60 s apart would take
+
+
+# One retry rule: download() and the crawl's outcome.decide() agree on what is retried.
+
+RULE_NOW = 1_800_000_000.0
+LOOP = "http://loop.test/"
+RETRY_TABLE: list[tuple[str, Any, bool]] = [  # name, the transport's answer, retried?
+    ("timeout", TimeoutFetchError("deadline"), True),
+    ("reset", ConnectFetchError("curl error 56: Connection reset by peer"), True),
+    ("dns", DnsFetchError("curl error 6: could not resolve"), True),
+    ("429 with Retry-After", ((("Retry-After", "0"),), 429), True),
+    ("503", ((), 503), True),
+    ("500", ((), 500), True),
+    ("501", ((), 501), True),
+    ("404", ((), 404), False),
+    ("200", ((), 200), False),
+    ("framing", FramingFetchError("ambiguous framing"), False),
+    ("tls", TlsFetchError("certificate"), False),
+    ("too many redirects", ((("Location", LOOP),), 302), False),
+]
+
+
+def rule_transport() -> tuple[MemoryTransport, dict[str, str]]:
+    """A transport answering each row of RETRY_TABLE at its own host; the URL of each row."""
+    routes: dict[str, Any] = {}
+    urls: dict[str, str] = {}
+    for i, (name, answer, _retried) in enumerate(RETRY_TABLE):
+        url = LOOP if name == "too many redirects" else f"http://row{i}.test/"
+        urls[name] = url
+        routes[url] = answer if isinstance(answer, FetchError) else make_response(url, answer[1], answer[0])
+    return MemoryTransport(routes), urls
+
+
+def first_results() -> dict[str, FetchResult]:
+    """Each row's result of a first attempt, as the crawl's Fetcher returns it."""
+    transport, urls = rule_transport()
+
+    async def main() -> dict[str, FetchResult]:
+        fetcher = Fetcher(transport, max_redirects=3)
+        return {name: await fetcher.fetch(url, timeout=5, max_size=1000) for name, url in urls.items()}
+
+    return asyncio.run(main())
+
+
+def test_decide_and_download_give_each_result_the_same_retry_verdict() -> None:
+    cfg = CrawlConfig(retries=1)
+    results = first_results()
+    assert results["too many redirects"].error_class == "too_many_redirects"
+    leased = LeasedUrl("http://x.test/", "x.test", 0, 0, RULE_NOW)
+    by_decide = {name: not decide(r, leased, RULE_NOW, cfg).final for name, r in results.items()}
+    by_rule = {name: download_retry(r, 1, cfg).retry for name, r in results.items()}
+    # download()'s whole path: one attempt more where the rule retries. A short Retry-After cap
+    # keeps the 503 (no Retry-After: the default wait) quick here.
+    transport, urls = rule_transport()
+    got = {r.url: r for r in harvestman.download(urls.values(), retries=1, obey_robots=False,
+                                                 retry_after_cap=0.2, max_redirects=3, transport=transport)}
+    by_download = {name: got[url].attempt == 2 for name, url in urls.items()}
+    expected = {name: retried for name, _answer, retried in RETRY_TABLE}
+    assert by_decide == by_rule == by_download == expected
+
+
+def test_retry_after_is_honoured_and_capped_alike_and_only_the_back_off_differs() -> None:
+    cfg = CrawlConfig(retries=2, retry_after_cap=600)
+    leased = LeasedUrl("http://x.test/", "x.test", 0, 0, RULE_NOW)
+
+    def waits(status: int, *headers: tuple[str, str]) -> tuple[float, float, float]:
+        r = FetchResult(url="http://x.test/", final_url="http://x.test/", status=status, headers=headers)
+        d = decide(r, leased, RULE_NOW, cfg)
+        assert not d.final
+        return d.outcome.next_fetch_time - RULE_NOW, download_retry(r, 1, cfg).wait, d.pause_host_until
+
+    assert waits(429, ("Retry-After", "120")) == (120, 120, RULE_NOW + 120)
+    assert waits(503, ("Retry-After", "99999")) == (600, 600, RULE_NOW + 600)  # capped
+    assert waits(503) == (60, 60, RULE_NOW + 60)  # none given: a minute, not a hammering
+    assert waits(429, ("Retry-After", "0")) == (2.0, 0.5, RULE_NOW)  # never sooner than the back-off
+    assert waits(500) == (2.0, 0.5, 0.0)  # the back-off: a list download's is shorter
+    # The last attempt is not retried, through either.
+    r = FetchResult(url="http://x.test/", final_url="http://x.test/", status=500)
+    assert decide(r, LeasedUrl("http://x.test/", "x.test", 0, 2, RULE_NOW), RULE_NOW, cfg).final
+    assert not download_retry(r, 3, cfg).retry and download_retry(r, 2, cfg).retry

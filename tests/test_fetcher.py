@@ -11,8 +11,8 @@ import pytest
 from harvestman.addrguard import AddressGuard
 from harvestman.config import CrawlConfig
 from harvestman.engine import Crawler
-from harvestman.errors import ConnectFetchError, RedirectRefusedError, TimeoutFetchError
-from harvestman.fetcher import FOLLOW, Fetcher, HopVerdict, is_transient, redirect_target
+from harvestman.errors import ConnectFetchError, RedirectRefusedError, TimeoutFetchError, is_transient
+from harvestman.fetcher import FOLLOW, Fetcher, HopVerdict, redirect_target
 from harvestman.parse import parse_html
 from harvestman.records import FetchResult, HttpRequest, HttpResponse, UrlState
 from harvestman.transport import CurlTransport, MemoryTransport, TransportSettings, make_response
@@ -164,6 +164,33 @@ def test_over_real_sockets_redirect_then_gzip() -> None:
     assert to_file_result.error_class == "redirect_refused"
     assert loop.error_class == "too_many_redirects"
     assert srv.paths.count("/loop") == 6
+
+
+def test_head_follows_redirects_with_a_head_at_every_hop_over_real_sockets() -> None:
+    methods: list[str] = []
+
+    def page(h: Handler) -> None:
+        methods.append(h.command)
+        h.send_simple(200, {"Content-Type": "text/html", "X-Page": "yes"}, b"<p>the body</p>")
+
+    def start(h: Handler) -> None:
+        methods.append(h.command)
+        h.send_simple(302, {"Location": "/page"}, b"")
+
+    with RouteServer({"/start": start, "/page": page}, host="127.1.0.41") as srv:
+        async def main() -> FetchResult:
+            transport = CurlTransport(TransportSettings(user_agent="t", guard=AddressGuard(["127.0.0.0/8"])))
+            try:
+                return await Fetcher(transport).fetch(srv.url("/start"), timeout=5, max_size=1 << 20,
+                                                      method="HEAD")
+            finally:
+                await transport.aclose()
+
+        result = asyncio.run(main())
+    assert methods == ["HEAD", "HEAD"]
+    assert result.status == 200 and result.final_url == srv.url("/page") and not result.error
+    assert result.header("x-page") == "yes" and result.content_type == "text/html"
+    assert result.body == b"" and result.redirects[0].status == 302
 
 
 # ----- redirect targets are resolved as links are: the URL Standard, as a browser does ----------------------

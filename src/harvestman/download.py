@@ -17,19 +17,19 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from harvestman.config import CrawlConfig, config_from_mapping
-from harvestman.errors import UnsupportedUrlError
-from harvestman.fetcher import FOLLOW, Fetcher, HopVerdict, error_for, is_transient
+from harvestman.errors import UnsupportedUrlError, error_for
+from harvestman.fetcher import FOLLOW, Fetcher, HopVerdict
 from harvestman.journal import RunJournal
-from harvestman.politeness import parse_retry_after, retry_backoff
+from harvestman.politeness import RetryVerdict, retry_verdict
 from harvestman.records import FetchResult
 from harvestman.robots_gate import RobotsFailure, RobotsGate, RobotsVerdict
 from harvestman.sync import iterate_in_thread
 from harvestman.transport import CurlTransport, Transport, TransportSettings
 from harvestman.urls import host_of, resolve
 
-RETRY_STATUSES = frozenset({429, 500, 502, 503, 504})
 WINDOW_PER_SLOT = 8  # URLs in progress (fetching or waiting their turn) per concurrent fetch
 DOWNLOAD_BACKOFF_BASE = 0.5  # seconds; a list download retries sooner than a crawl would
+DOWNLOAD_BACKOFF_CAP = 30.0
 ALLOWED = RobotsVerdict(True)
 
 
@@ -117,12 +117,12 @@ class Download:
                     if delay:
                         await asyncio.sleep(delay)  # held inside the host's slot: the delay is per host
                 started_at = started_at or result.started_at
-                wait = _retry_wait(result, attempt, cfg)
-                if wait is None:
+                again = download_retry(result, attempt, cfg)
+                if not again.retry:
                     # started_at is when the first attempt began, as FetchResult documents.
                     return dataclasses.replace(result, started_at=started_at)
                 attempt += 1
-                await asyncio.sleep(wait)
+                await asyncio.sleep(again.wait)
 
         async def one(url: str) -> None:
             try:
@@ -220,20 +220,16 @@ def _refused(url: str, error_class: str, message: str) -> FetchResult:
                        started_at=time.time())
 
 
-def _retry_wait(result: FetchResult, attempt: int, cfg: CrawlConfig) -> float | None:
-    """Seconds before another attempt, or None when the result is final."""
-    if attempt > cfg.retries:
-        return None
-    if result.error and is_transient(result.error_class):
-        return retry_backoff(attempt - 1, base=DOWNLOAD_BACKOFF_BASE, cap=30.0)
-    if result.status in RETRY_STATUSES:
-        default = retry_backoff(attempt - 1, base=DOWNLOAD_BACKOFF_BASE, cap=30.0)
-        if result.status in (429, 503):
-            return parse_retry_after(
-                result.header("retry-after"), time.time(), cap=cfg.retry_after_cap, default=default
-            )
-        return default
-    return None
+def download_retry(result: FetchResult, attempt: int, cfg: CrawlConfig) -> RetryVerdict:
+    """The crawl's retry rule (outcome.decide follows it too) with a list download's shorter back-off.
+
+    The one difference: a crawl re-queues the URL and has other work meanwhile, a list download
+    waits on it, so its back-off starts at 0.5 s and stops at 30 s. Retry-After is honoured the
+    same; host_wait is not needed here, as the URL itself waits it out (no host queue to pause).
+    """
+    return retry_verdict(result, attempt, retries=cfg.retries, now=time.time(),
+                         retry_after_cap=cfg.retry_after_cap,
+                         backoff_base=DOWNLOAD_BACKOFF_BASE, backoff_cap=DOWNLOAD_BACKOFF_CAP)
 
 
 def download(

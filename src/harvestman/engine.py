@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harvestman.config import CrawlConfig
-from harvestman.errors import ConfigError, InvalidUrlError, StorageError
+from harvestman.errors import ConfigError, InvalidUrlError, StorageError, error_for
 from harvestman.events import Event, EventKind
 from harvestman.faults import crash_point
-from harvestman.fetcher import FOLLOW, Fetcher, HopVerdict, error_for
+from harvestman.fetcher import FOLLOW, Fetcher, HopVerdict
 from harvestman.frontier import Frontier
 from harvestman.hostkeys import HostKeys
 from harvestman.journal import RunJournal

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -166,3 +167,32 @@ def exit_status_of(statuses: Iterable[int]) -> int:
     """One exit status for several failures, as wget picks it: the lowest above 1, else 1."""
     specific = [s for s in statuses if s > EXIT_FAILED]
     return min(specific) if specific else EXIT_FAILED
+
+
+# ----- from a recorded error class back to its exception ----------------------------------------
+@functools.cache
+def _error_types() -> dict[str, type[FetchError]]:
+    """Every FetchError subclass by its error_class name."""
+    table: dict[str, type[FetchError]] = {}
+    todo: list[type[FetchError]] = [FetchError]
+    while todo:
+        cls = todo.pop()
+        table.setdefault(cls.error_class, cls)
+        todo.extend(cls.__subclasses__())
+    return table
+
+
+def is_transient(error_class: str) -> bool:
+    """Whether a fetch that failed with `error_class` may succeed if retried (False if unknown)."""
+    cls = _error_types().get(error_class)
+    return cls is not None and cls.transient
+
+
+def error_for(error_class: str, message: str) -> FetchError:
+    """A FetchError of the class named `error_class` (a plain, permanent one if the name is unknown)."""
+    cls = _error_types().get(error_class)
+    if cls is not None:
+        return cls(message)
+    error = FetchError(message)
+    error.error_class, error.transient = error_class, False
+    return error

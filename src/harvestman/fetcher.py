@@ -2,12 +2,10 @@
 
 Every outcome becomes a record: transport errors, refused or endless redirects are returned as a
 FetchResult with `error_class` set, never raised, so each URL always ends in a recorded state.
-`is_transient(error_class)` tells whether a retry may help.
 """
 
 from __future__ import annotations
 
-import functools
 import time
 import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
@@ -21,7 +19,7 @@ from harvestman.errors import (
     TooManyRedirectsError,
     UnsupportedUrlError,
 )
-from harvestman.records import FetchResult, HttpRequest, HttpResponse, RedirectHop, Timings
+from harvestman.records import FetchResult, HttpMethod, HttpRequest, HttpResponse, RedirectHop, Timings
 from harvestman.transport import Transport
 from harvestman.urls import resolve
 
@@ -41,34 +39,6 @@ class HopVerdict:
 FOLLOW = HopVerdict(True)
 # Judges a redirect target (scope, robots.txt, already known); async as robots.txt may need a fetch.
 HopCheck = Callable[[str], Awaitable[HopVerdict]]
-
-
-@functools.cache
-def _error_types() -> dict[str, type[FetchError]]:
-    """Every FetchError subclass by its error_class name."""
-    table: dict[str, type[FetchError]] = {}
-    todo: list[type[FetchError]] = [FetchError]
-    while todo:
-        cls = todo.pop()
-        table.setdefault(cls.error_class, cls)
-        todo.extend(cls.__subclasses__())
-    return table
-
-
-def is_transient(error_class: str) -> bool:
-    """Whether a fetch that failed with `error_class` may succeed if retried (False if unknown)."""
-    cls = _error_types().get(error_class)
-    return cls is not None and cls.transient
-
-
-def error_for(error_class: str, message: str) -> FetchError:
-    """A FetchError of the class named `error_class` (a plain, permanent one if the name is unknown)."""
-    cls = _error_types().get(error_class)
-    if cls is not None:
-        return cls(message)
-    error = FetchError(message)
-    error.error_class, error.transient = error_class, False
-    return error
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:
@@ -122,8 +92,11 @@ class Fetcher:
         self.hop_check = hop_check
 
     async def fetch(self, url: str, *, headers: Sequence[tuple[str, str]] = (), timeout: float,
-                    max_size: int, attempt: int = 1) -> FetchResult:
-        """Fetch `url` following redirects; failures are returned as a FetchResult with error_class."""
+                    max_size: int, attempt: int = 1, method: HttpMethod = "GET") -> FetchResult:
+        """Fetch `url` following redirects; failures are returned as a FetchResult with error_class.
+
+        `method` HEAD asks every hop for its head only: the result has the headers and no body.
+        """
         started_at = time.time()
         start = time.monotonic()
         deadline = start + timeout
@@ -141,7 +114,8 @@ class Fetcher:
                 if remaining <= 0:
                     raise TimeoutFetchError(f"deadline of {timeout:g}s passed while following redirects")
                 response = await self.transport.fetch(
-                    HttpRequest(current, headers=request_headers, timeout=remaining, max_size=max_size))
+                    HttpRequest(current, headers=request_headers, timeout=remaining, max_size=max_size,
+                                method=method))
                 wire_bytes += response.wire_bytes
                 location = response.header("location")
                 if response.status not in REDIRECT_STATUSES or not location:

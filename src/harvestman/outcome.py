@@ -9,8 +9,8 @@ from typing import Any
 from harvestman.config import CrawlConfig
 from harvestman.content import sha1_base32
 from harvestman.errors import RedirectRefusedError
-from harvestman.fetcher import is_transient, location_target
-from harvestman.politeness import is_host_failure, parse_retry_after, retry_backoff
+from harvestman.fetcher import location_target
+from harvestman.politeness import RetryVerdict, is_host_failure, retry_verdict
 from harvestman.records import FetchOutcome, FetchResult, LeasedUrl, UrlState
 
 PERMANENT_REDIRECTS = frozenset({301, 308})
@@ -70,14 +70,14 @@ def decide(result: FetchResult, leased: LeasedUrl, now: float, cfg: CrawlConfig,
     def outcome(**changes: Any) -> FetchOutcome:
         return FetchOutcome(**(base | changes))
 
-    def retry_or_give_up(error_class: str, message: str, pause_until: float = 0.0) -> Decision:
+    def retry_or_give_up(error_class: str, message: str, verdict: RetryVerdict) -> Decision:
         # The retry waits on its own URL (next_fetch_time): the host rests only when it asked to
-        # (`pause_until`: 429/503), or when its circuit breaker trips (the engine's call).
+        # (`host_wait`: 429/503), or when its circuit breaker trips (the engine's call).
         failed = {"error_class": error_class, "error_message": message, "retried": True}
+        pause_until = 0.0 if verdict.host_wait is None else now + verdict.host_wait
         host_failed = is_host_failure(result.error_class, status)
-        if leased.retries < cfg.retries:
-            wait = max(retry_backoff(leased.retries), pause_until - now)
-            again = outcome(**failed, state=UrlState.UNFETCHED, next_fetch_time=now + wait)
+        if verdict.retry:
+            again = outcome(**failed, state=UrlState.UNFETCHED, next_fetch_time=now + verdict.wait)
             return Decision(again, pause_until, host_failed=host_failed, final=False, reason=message)
         reason = f"{message} (after {leased.retries + 1} attempts)"
         return Decision(outcome(**failed), pause_until, host_failed=host_failed, reason=reason)
@@ -88,18 +88,17 @@ def decide(result: FetchResult, leased: LeasedUrl, now: float, cfg: CrawlConfig,
         refused = outcome(state=state, error_class=result.error_class, error_message=result.error_message,
                           final_url=redirect_target(result))
         return Decision(refused, reason=result.error_message)
+    # The retry rule download() follows too (politeness.retry_verdict), with the crawl's back-off.
+    verdict = retry_verdict(result, leased.retries + 1, retries=cfg.retries, now=now,
+                            retry_after_cap=cfg.retry_after_cap)
     if result.error:
         message = result.error_message or result.error_class
-        if is_transient(result.error_class):
-            return retry_or_give_up(result.error_class, message)
+        if verdict.transient:
+            return retry_or_give_up(result.error_class, message, verdict)
         failure = outcome(error_class=result.error_class, error_message=message)
         return Decision(failure, reason=f"{result.error_class}: {message}")
-
-    if status in (429, 503):
-        wait = parse_retry_after(result.header("retry-after"), now, cap=cfg.retry_after_cap)
-        return retry_or_give_up(f"http_{status}", f"HTTP {status}", pause_until=now + wait)
-    if status >= 500:
-        return retry_or_give_up(f"http_{status}", f"HTTP {status}")
+    if verdict.transient:  # 429 and 5xx
+        return retry_or_give_up(f"http_{status}", f"HTTP {status}", verdict)
 
     signature = content_signature(result.body) if result.body else ""
     if 200 <= status < 300:

@@ -1,9 +1,13 @@
-"""Pure politeness rules: Retry-After, back-off after errors, the per-host circuit breaker."""
+"""Pure politeness rules: Retry-After, back-off after errors, the retry rule, the per-host circuit breaker."""
 
 from __future__ import annotations
 
 import email.utils
 import math
+from dataclasses import dataclass
+
+from harvestman.errors import is_transient
+from harvestman.records import FetchResult
 
 DEFAULT_RETRY_AFTER = 60.0
 BREAKER_THRESHOLD = 5  # distinct URLs failing in a row at host level before a host is paused
@@ -53,6 +57,43 @@ def parse_retry_after(
 def retry_backoff(retries: int, *, base: float = 2.0, cap: float = 600.0) -> float:
     """Delay before the next attempt of one URL after `retries` failed ones (exponential)."""
     return min(cap, base * 2.0 ** max(0, min(retries, 30)))
+
+
+@dataclass(frozen=True, slots=True)
+class RetryVerdict:
+    """Whether a fetch result is worth another attempt, and when: one rule for the crawl and download()."""
+
+    transient: bool  # a retry may help (a transient error, a 429 or a 5xx), whether or not one is left
+    retry: bool  # transient, and an attempt is left: try again after `wait`
+    wait: float = 0.0  # seconds before the next attempt: the back-off, or longer if the server asked
+    host_wait: float | None = None  # 429/503: how long the server asked to be left alone (Retry-After)
+
+
+FINAL = RetryVerdict(False, False)
+
+
+def retry_verdict(result: FetchResult, attempt: int, *, retries: int, now: float, retry_after_cap: float,
+                  backoff_base: float = 2.0, backoff_cap: float = 600.0) -> RetryVerdict:
+    """Whether `result`, of the `attempt`-th try (from 1) of at most `retries` + 1, is retried, and when.
+
+    Transient errors (timeouts, resets, DNS), 429 and every 5xx are retried after an exponential
+    back-off; 429 and 503 wait at least what Retry-After asks (capped by `retry_after_cap`; a
+    missing or garbled one counts as DEFAULT_RETRY_AFTER). Everything else is final.
+    """
+    status = result.status
+    host_wait: float | None = None
+    if result.error_class:
+        # An error ends the fetch whatever the status (a refused redirect has a 3xx): the class decides.
+        if not is_transient(result.error_class):
+            return FINAL
+    elif status in (429, 503):
+        host_wait = parse_retry_after(result.header("retry-after"), now, cap=retry_after_cap)
+    elif status < 500:
+        return FINAL
+    if attempt > retries:
+        return RetryVerdict(True, False, host_wait=host_wait)
+    wait = retry_backoff(attempt - 1, base=backoff_base, cap=backoff_cap)
+    return RetryVerdict(True, True, wait if host_wait is None else max(wait, host_wait), host_wait)
 
 
 def breaker_pause(consecutive_failures: int, *, threshold: int = BREAKER_THRESHOLD,

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Literal, NamedTuple
 
 Headers = tuple[tuple[str, str], ...]
+HttpMethod = Literal["GET", "HEAD"]  # a crawler only reads; transports refuse any other (ConfigError)
 
 
 def last_header(headers: Headers, name: str) -> str | None:
@@ -43,12 +44,13 @@ class Timings:
 
 @dataclass(frozen=True, slots=True)
 class HttpRequest:
-    """One HTTP GET as the transport sees it: no redirects are followed below this level."""
+    """One HTTP request as the transport sees it: no redirects are followed below this level."""
 
     url: str
     headers: Headers = ()
     timeout: float = 60.0  # total deadline for this request, seconds
     max_size: int = 10 * 1024 * 1024  # cap on the (decompressed) body, bytes
+    method: HttpMethod = "GET"  # HEAD: the response's head only, no body
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from harvestman.config import CrawlConfig
-from harvestman.fetcher import SENSITIVE_HEADERS, Fetcher, is_transient
+from harvestman.errors import is_transient
+from harvestman.fetcher import SENSITIVE_HEADERS, Fetcher
 from harvestman.records import FetchResult
 from harvestman.robots import RobotsCache, rules_for_response
 from harvestman.transport import Transport

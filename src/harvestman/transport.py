@@ -1,4 +1,4 @@
-"""The transport boundary: one HTTP GET in, one response out; redirects are handled above it.
+"""The transport boundary: one HTTP request (GET or HEAD) in, one response out; redirects are above it.
 
 `CurlTransport` drives libcurl's multi-socket API from the asyncio event loop (measured fastest of
 five clients against nginx on loopback, 20k requests at concurrency 100: ~77 µs of client CPU a
@@ -7,7 +7,9 @@ sockets to watch (SOCKETFUNCTION) and when to wake it (TIMERFUNCTION); the loop 
 `socket_action` back, so no thread and no polling. Bodies are decoded by `content.BodyDecoder`
 inside WRITEFUNCTION rather than by libcurl, so the size cap applies to decoded bytes and a bomb is
 stopped early.
-`MemoryTransport` serves canned responses for unit tests.
+`MemoryTransport` serves canned responses for unit tests, delivered as the wire would deliver them
+(HEAD without a body, Content-Encoding decoded, the size cap, the deadline of a slow route), so that
+both pass one contract (tests/test_transport_contract.py).
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import inspect
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -27,6 +30,7 @@ from harvestman.config import CrawlConfig
 from harvestman.content import BodyDecoder
 from harvestman.errors import (
     BlockedAddressError,
+    ConfigError,
     ConnectFetchError,
     ContentError,
     DnsFetchError,
@@ -44,10 +48,11 @@ MAX_HEADER_BYTES = 64 * 1024
 
 
 class Transport(Protocol):
-    """Fetches one URL without following redirects; raises only FetchError subclasses."""
+    """Fetches one URL without following redirects; raises only FetchError subclasses (and
+    ConfigError for a method other than GET and HEAD, a caller's mistake)."""
 
     async def fetch(self, request: HttpRequest) -> HttpResponse:
-        """Perform one GET and return the (content-decoded) response."""
+        """Perform one request and return the (content-decoded) response; HEAD's has an empty body."""
         ...
 
     async def aclose(self) -> None:
@@ -185,6 +190,12 @@ class _Job:
         return None
 
 
+def _check_method(request: HttpRequest) -> None:
+    """Refuse a method we do not send (the type allows only GET and HEAD; this catches the untyped)."""
+    if request.method != "GET" and request.method != "HEAD":
+        raise ConfigError(f"HTTP method {request.method!r} is not supported: only GET and HEAD")
+
+
 def _guard_socket(guard: AddressGuard, job: _Job) -> Callable[[int, Any], Any]:
     def opensocket(purpose: int, address: Any) -> Any:
         ip = address.addr[0]
@@ -289,15 +300,21 @@ class CurlTransport:
         return curl
 
     async def fetch(self, request: HttpRequest) -> HttpResponse:
-        """Perform one GET; FetchError subclasses on failure, truncated=True when capped."""
+        """Perform one request; FetchError subclasses on failure, truncated=True when capped."""
         if self._closed:
             raise FetchError("transport is closed")
+        _check_method(request)
         self._loop = loop = asyncio.get_running_loop()
         future: asyncio.Future[HttpResponse] = loop.create_future()
         job = _Job(request, future)
         curl = self._handle()
         try:
             curl.setopt(pycurl.URL, request.url)
+            # Set on every request: a pooled handle may have served a HEAD (NOBODY) last time.
+            if request.method == "HEAD":
+                curl.setopt(pycurl.NOBODY, 1)
+            else:
+                curl.setopt(pycurl.HTTPGET, 1)
             curl.setopt(pycurl.HTTPHEADER, self._base_headers + [f"{k}: {v}" for k, v in request.headers])
             curl.setopt(pycurl.TIMEOUT_MS, max(1, int(request.timeout * 1000)))
             curl.setopt(pycurl.CONNECTTIMEOUT_MS,
@@ -408,11 +425,16 @@ class CurlTransport:
         self._watched.clear()
 
 
-Route = HttpResponse | Callable[[HttpRequest], HttpResponse] | FetchError
+Route = (HttpResponse | FetchError | Callable[[HttpRequest], HttpResponse]
+         | Callable[[HttpRequest], Awaitable[HttpResponse]])
 
 
 class MemoryTransport:
-    """A transport serving canned responses by URL, for unit tests; records every request."""
+    """A transport serving canned responses by URL, for unit tests; records every request.
+
+    A route is a response, a FetchError to raise, or a function of the request returning a
+    response (an async one is a slow server: the request's timeout applies to it).
+    """
 
     def __init__(self, routes: Mapping[str, Route]) -> None:
         self.routes = dict(routes)
@@ -420,20 +442,46 @@ class MemoryTransport:
         self.closed = False
 
     async def fetch(self, request: HttpRequest) -> HttpResponse:
-        """The route's response for request.url (a 404 when there is none)."""
+        """The route's response for request.url (a 404 when there is none), as the wire delivers it."""
+        _check_method(request)
         self.requests.append(request)
         route = self.routes.get(request.url)
         if route is None:
-            return make_response(request.url, 404, body=b"not found")
+            return make_response(request.url, 404, body=b"not found" if request.method == "GET" else b"")
         if isinstance(route, FetchError):
             raise route
-        response = route(request) if callable(route) else route
-        # A canned response answers whatever URL it is routed from.
-        return response if response.url == request.url else dataclasses.replace(response, url=request.url)
+        answer = route(request) if callable(route) else route
+        if inspect.isawaitable(answer):
+            try:
+                async with asyncio.timeout(request.timeout):
+                    answer = await answer
+            except TimeoutError:
+                raise TimeoutFetchError(f"no answer within {request.timeout:g}s (a slow route)") from None
+        return _delivered(answer, request)
 
     async def aclose(self) -> None:
         """Mark the transport closed."""
         self.closed = True
+
+
+def _delivered(response: HttpResponse, request: HttpRequest) -> HttpResponse:
+    """A canned response as CurlTransport would return it: its body content-decoded and capped at
+    the request's max_size, none for a HEAD; it answers whatever URL it is routed from."""
+    changes: dict[str, Any] = {}
+    if response.url != request.url:
+        changes["url"] = request.url
+    if request.method == "HEAD":
+        changes["body"] = b""
+    else:
+        encodings = [v for k, v in response.headers if k.lower() == "content-encoding"]
+        if encodings or len(response.body) > request.max_size:
+            decoder = BodyDecoder(encodings, request.max_size)  # ContentError as over the wire
+            decoder.feed(response.body)
+            changes["body"] = decoder.finish()
+            # Over the cap on the wire counts too, as CurlTransport stops reading there.
+            changes["truncated"] = (response.truncated or decoder.truncated
+                                    or len(response.body) > request.max_size)
+    return dataclasses.replace(response, **changes) if changes else response
 
 
 def make_response(url: str, status: int = 200, headers: Headers = (), body: bytes = b"") -> HttpResponse:
