@@ -43,7 +43,11 @@ def utc_time(ts: float) -> datetime | None:
 def iso_time(ts: float) -> str | None:
     """Epoch seconds as ISO 8601 in UTC ('2026-05-01T12:00:00.123456Z'); 0 (never) as None."""
     when = utc_time(ts)
-    return None if when is None else when.isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return None if when is None else _iso(when)
+
+
+def _iso(when: datetime) -> str:
+    return when.isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def _state_names(counts: dict[UrlState, int]) -> dict[str, int]:
@@ -97,7 +101,7 @@ def _as_row(record: UrlRecord) -> dict[str, Any]:
 
 def _json_default(value: object) -> str:
     if isinstance(value, datetime):
-        return value.isoformat(timespec="microseconds").replace("+00:00", "Z")
+        return _iso(value)
     raise TypeError(f"cannot export {type(value).__name__}")
 
 
