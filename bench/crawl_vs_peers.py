@@ -145,7 +145,7 @@ def main() -> None:
         (root / "seeds.txt").write_text("\n".join(seeds) + "\n")
         (root / "spider.py").write_text(SCRAPY_SPIDER.format(seeds=seeds))
         def harvestman(out: str) -> list[str]:
-            return [sys.executable, "-m", "harvestman.cli", "crawl", "-i", str(root / "seeds.txt"),
+            return [sys.executable, "-m", "harvestman.app.cli", "crawl", "-i", str(root / "seeds.txt"),
                     "--out", str(root / out), "--quiet", "--allow-net", "127.0.0.0/8", *args.extra]
 
         here = str(Path(__file__).resolve().parent.parent / "src")

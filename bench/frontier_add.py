@@ -39,8 +39,8 @@ import time
 from array import array
 from pathlib import Path
 
-from harvestman.records import NewUrl
-from harvestman.sqlite_frontier import SqliteFrontier
+from harvestman.model.records import NewUrl
+from harvestman.store.sqlite_frontier import SqliteFrontier
 
 LINKS_PER_PAGE = 25
 INTERNAL = 0.8  # share of a page's links on its own host

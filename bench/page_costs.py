@@ -61,13 +61,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.crawl_vs_peers import wget2_command
 from bench.synthweb import generate_web, host_addresses
-from harvestman import parse as parse_module
-from harvestman.addrguard import AddressGuard
-from harvestman.config import CrawlConfig
-from harvestman.fetcher import Fetcher
-from harvestman.outcome import decide
-from harvestman.parse import _LINK_SELECTOR, parse_html
-from harvestman.records import (
+from harvestman.crawl import parse as parse_module
+from harvestman.crawl.parse import _LINK_SELECTOR, parse_html
+from harvestman.crawl.workers import tune_for_crawling
+from harvestman.fetch.fetcher import Fetcher
+from harvestman.fetch.transport import ACCEPT_ENCODING, CurlTransport, TransportSettings
+from harvestman.model.config import CrawlConfig
+from harvestman.model.records import (
     FetchOutcome,
     FetchResult,
     HttpRequest,
@@ -77,12 +77,12 @@ from harvestman.records import (
     ParsedPage,
     Timings,
 )
-from harvestman.scope import Scope, followed_links
-from harvestman.sqlite_frontier import SqliteFrontier
-from harvestman.transport import ACCEPT_ENCODING, CurlTransport, TransportSettings
-from harvestman.urls import host_of
-from harvestman.warc import _GZIP_WBITS, COMPRESS_LEVEL, WarcWriter
-from harvestman.workers import tune_for_crawling
+from harvestman.net.addrguard import AddressGuard
+from harvestman.net.urls import host_of
+from harvestman.policy.outcome import decide
+from harvestman.policy.scope import Scope, followed_links
+from harvestman.store.sqlite_frontier import SqliteFrontier
+from harvestman.store.warc import _GZIP_WBITS, COMPRESS_LEVEL, WarcWriter
 from tests.nginx import NginxServer, find_nginx, free_port
 
 T = TypeVar("T")

@@ -43,13 +43,13 @@ VARIANTS = {"as is": "", "no warc": "warc", "no parse": "parse", "neither": "war
 
 def crawl_with_stubs(stubs: str, web: Path, port: int, argv: list[str]) -> None:
     """The child: `harvestman crawl argv` with the named stages stubbed out."""
-    import harvestman.engine
-    import harvestman.warc
-    from harvestman.cli import main
-    from harvestman.parse import parse_html
+    import harvestman.crawl.engine
+    import harvestman.store.warc
+    from harvestman.app.cli import main
+    from harvestman.crawl.parse import parse_html
 
     if "warc" in stubs:
-        harvestman.warc.WarcWriter.write = lambda *args, **kwargs: None
+        harvestman.store.warc.WarcWriter.write = lambda *args, **kwargs: None
     if "parse" in stubs:
         # The URL each page is fetched under: a host's front page as "/", the others by name.
         table = {}
@@ -57,7 +57,7 @@ def crawl_with_stubs(stubs: str, web: Path, port: int, argv: list[str]) -> None:
             path = "" if page.name == "index.html" else page.name
             url = f"http://{page.parent.name}:{port}/{path}"
             table[url] = parse_html(page.read_text(encoding="utf-8"), url, with_text=False)
-        harvestman.engine.parse_html = lambda text, url, **kwargs: table[url]
+        harvestman.crawl.engine.parse_html = lambda text, url, **kwargs: table[url]
     usage = resource.getrusage(resource.RUSAGE_SELF)
     cpu, wall = usage.ru_utime + usage.ru_stime, time.perf_counter() - _STARTED
     (web.parent / "prepared.txt").write_text(f"{cpu} {wall}")

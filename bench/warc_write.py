@@ -6,7 +6,7 @@ Each run writes `--pages` fetches (response, request and metadata records, gzip 
 fresh temporary directory; the figure is the median µs per page over the runs, with the share spent in
 gzip alone (the same records' bytes compressed once more, member by member) for comparison.
 Run with harvestman installed (the project's venv active); to time another version of
-`harvestman.warc`, put its package first on PYTHONPATH.
+`harvestman.store.warc`, put its package first on PYTHONPATH.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import time
 import zlib
 from pathlib import Path
 
-from harvestman.records import FetchResult, Timings
-from harvestman.warc import COMPRESS_LEVEL, WarcWriter, _deflate
+from harvestman.model.records import FetchResult, Timings
+from harvestman.store.warc import COMPRESS_LEVEL, WarcWriter, _deflate
 
 WORDS = ("crawl", "frontier", "politeness", "lease", "fetch", "parse", "archive", "record", "digest",
          "header", "body", "link", "host", "queue", "robots", "sitemap", "signature", "revisit", "focus",

@@ -10,9 +10,9 @@ import sys
 import atheris
 
 with atheris.instrument_imports(include=["harvestman"]):
-    from harvestman.content import decode_text, detect_charset, sniff_binary
-    from harvestman.parse import MAX_ANCHOR, MAX_DESCRIPTION, MAX_TITLE, parse_html
-    from harvestman.urls import resolve
+    from harvestman.crawl.parse import MAX_ANCHOR, MAX_DESCRIPTION, MAX_TITLE, parse_html
+    from harvestman.fetch.content import decode_text, detect_charset, sniff_binary
+    from harvestman.net.urls import resolve
 
 CONTENT_TYPES = ("text/html", "text/html; charset=utf-8", "text/html; charset=windows-1251",
                  "text/html; charset=utf-16", "application/xhtml+xml", "text/html; charset=bogus", "",

@@ -1,4 +1,4 @@
-"""atheris harness for harvestman.robots: parse arbitrary bytes, then match paths taken from them.
+"""atheris harness for harvestman.policy.robots: parse arbitrary bytes, then match paths taken from them.
 
 Run: python fuzz/fuzz_robots.py [libFuzzer options] [CORPUS_DIR ...], e.g. -max_total_time=60.
 """
@@ -11,7 +11,7 @@ import sys
 import atheris
 
 with atheris.instrument_imports(include=["harvestman"]):
-    from harvestman.robots import RobotsRules, path_of, rules_for_response
+    from harvestman.policy.robots import RobotsRules, path_of, rules_for_response
 
 AGENTS = ("harvestman/0.1 (+https://example.com/bot)", "*", " / ")
 MAX_PATHS = 16  # lines whose values are matched as paths: bounds the work of one input

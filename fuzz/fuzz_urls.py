@@ -1,4 +1,4 @@
-"""atheris harness for harvestman.urls: resolve, normalize and host_of on arbitrary text.
+"""atheris harness for harvestman.net.urls: resolve, normalize and host_of on arbitrary text.
 
 Run: python fuzz/fuzz_urls.py [libFuzzer options] [CORPUS_DIR ...], e.g. -max_total_time=60.
 A crash is any exception other than InvalidUrlError from normalize, or a broken invariant.
@@ -12,8 +12,8 @@ import sys
 import atheris
 
 with atheris.instrument_imports(include=["harvestman"]):
-    from harvestman.errors import InvalidUrlError
-    from harvestman.urls import host_of, normalize, normalize_with_host, registered_domain, resolve
+    from harvestman.model.errors import InvalidUrlError
+    from harvestman.net.urls import host_of, normalize, normalize_with_host, registered_domain, resolve
 
 BASES = ("http://example.com/a/b?q#f", "https://xn--bcher-kva.de:8443/", "http://[::1]/x/")
 

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
-from harvestman.records import UrlRecord, UrlState
-from harvestman.sqlite_frontier import SqliteFrontier
+from harvestman.model.records import UrlRecord, UrlState
+from harvestman.store.sqlite_frontier import SqliteFrontier
 from tests.proctree import TreePeak
 
 MiB = 1024 * 1024
@@ -31,7 +31,7 @@ _POLL = 0.02  # seconds between checks on a running child
 
 def harvestman_cmd(*args: str) -> list[str]:
     """The command line that runs the installed CLI with this interpreter."""
-    return [sys.executable, "-m", "harvestman.cli", *args]
+    return [sys.executable, "-m", "harvestman.app.cli", *args]
 
 
 def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harvestman.addrguard import AddressGuard, embedded_ipv4
+from harvestman.net.addrguard import AddressGuard, embedded_ipv4
 
 BLOCKED = [
     "127.0.0.1", "127.1.0.5", "0.0.0.0", "0.1.2.3", "10.0.0.1", "172.16.5.4", "172.31.255.255",

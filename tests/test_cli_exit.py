@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from harvestman.config import CrawlConfig
-from harvestman.engine import Crawler, CrawlStats
-from harvestman.errors import exit_status_of, failure_help
-from harvestman.progress import ProgressDisplay
+from harvestman.app.progress import ProgressDisplay
+from harvestman.crawl.engine import Crawler, CrawlStats
+from harvestman.model.config import CrawlConfig
+from harvestman.model.errors import exit_status_of, failure_help
 from tests.crawlcheck import run_cli, run_cli_measured
 from tests.fakedns import NXDOMAIN, FakeDns, require_private_resolver
 from tests.httpserver import RawServer, RouteServer

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from harvestman.config import CrawlConfig, ResolveEntry, config_from_mapping
-from harvestman.errors import ConfigError
+from harvestman.model.config import CrawlConfig, ResolveEntry, config_from_mapping
+from harvestman.model.errors import ConfigError
 
 FIELDS = [f.name for f in dataclasses.fields(CrawlConfig)]
 

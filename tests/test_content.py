@@ -14,14 +14,14 @@ import zstandard
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harvestman.content import (
+from harvestman.fetch.content import (
     BodyDecoder,
     decode_text,
     detect_charset,
     media_type,
     sniff_binary,
 )
-from harvestman.errors import ContentError
+from harvestman.model.errors import ContentError
 
 SOURCE = b"<html><body>" + b"hello harvestman " * 5000 + b"</body></html>"
 

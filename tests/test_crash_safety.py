@@ -25,12 +25,12 @@ from pathlib import Path
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from harvestman import faults
-from harvestman.config import CrawlConfig
-from harvestman.faults import ENV_VAR, parse
-from harvestman.records import FetchOutcome, NewUrl, UrlState
-from harvestman.sqlite_frontier import SqliteFrontier
-from harvestman.warc import OPEN_SUFFIX, complete_length
+from harvestman.model import faults
+from harvestman.model.config import CrawlConfig
+from harvestman.model.faults import ENV_VAR, parse
+from harvestman.model.records import FetchOutcome, NewUrl, UrlState
+from harvestman.store.sqlite_frontier import SqliteFrontier
+from harvestman.store.warc import OPEN_SUFFIX, complete_length
 from tests.crawlcheck import harvestman_cmd, read_all_warcs, run_cli
 from tests.nginx import LogEntry, NginxServer, free_port, require_nginx
 from tests.sitegen import SiteSpec, generate_site
@@ -411,7 +411,7 @@ def test_a_crash_point_is_named_with_a_count_and_costs_nothing_unarmed() -> None
 
 @pytest.mark.parametrize("spec, killed", [("a:2", True), ("b:1", True), ("a:3", False), ("c:1", False)])
 def test_a_crash_point_kills_its_process_the_nth_time_it_is_reached(spec: str, killed: bool) -> None:
-    code = "from harvestman.faults import crash_point\nfor p in 'abab': crash_point(p)\nprint('alive')"
+    code = "from harvestman.model.faults import crash_point\nfor p in 'abab': crash_point(p)\nprint('alive')"
     env = {**os.environ, ENV_VAR: spec}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=30,
                           check=False)

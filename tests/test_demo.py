@@ -13,8 +13,7 @@ from urllib.parse import urlsplit
 import pytest
 
 import harvestman
-from harvestman.config import config_from_mapping
-from harvestman.demo import (
+from harvestman.app.demo import (
     DEMO_ROOT,
     DEMO_SIGHTS,
     DEMO_SITES,
@@ -23,7 +22,8 @@ from harvestman.demo import (
     demo_guide,
     demo_web,
 )
-from harvestman.records import UrlRecord, UrlState
+from harvestman.model.config import config_from_mapping
+from harvestman.model.records import UrlRecord, UrlState
 from tests.crawlcheck import run_cli
 
 

@@ -16,9 +16,11 @@ from typing import Any
 import pytest
 
 import harvestman
-from harvestman.config import CrawlConfig
-from harvestman.download import download_retry
-from harvestman.errors import (
+from harvestman.crawl.download import download_retry
+from harvestman.fetch.fetcher import Fetcher
+from harvestman.fetch.transport import MemoryTransport, make_response
+from harvestman.model.config import CrawlConfig
+from harvestman.model.errors import (
     ConnectFetchError,
     DnsFetchError,
     FetchError,
@@ -26,10 +28,8 @@ from harvestman.errors import (
     TimeoutFetchError,
     TlsFetchError,
 )
-from harvestman.fetcher import Fetcher
-from harvestman.outcome import decide
-from harvestman.records import FetchResult, LeasedUrl, RedirectHop
-from harvestman.transport import MemoryTransport, make_response
+from harvestman.model.records import FetchResult, LeasedUrl, RedirectHop
+from harvestman.policy.outcome import decide
 from tests.httpserver import RawServer, RouteHandler, RouteServer, raw_response, read_request
 
 LOOPBACK = ["127.0.0.0/8"]

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from harvestman.config import CrawlConfig
-from harvestman.engine import Crawler
-from harvestman.errors import ConnectFetchError
-from harvestman.events import Event, EventKind
-from harvestman.records import HttpRequest, HttpResponse, UrlState
-from harvestman.report import crawl_report
-from harvestman.sqlite_frontier import SqliteFrontier
-from harvestman.transport import MemoryTransport, Route, make_response
+from harvestman.app.report import crawl_report
+from harvestman.crawl.engine import Crawler
+from harvestman.fetch.transport import MemoryTransport, Route, make_response
+from harvestman.model.config import CrawlConfig
+from harvestman.model.errors import ConnectFetchError
+from harvestman.model.events import Event, EventKind
+from harvestman.model.records import HttpRequest, HttpResponse, UrlState
+from harvestman.store.sqlite_frontier import SqliteFrontier
 
 SITE = "http://a.test"
 
@@ -159,7 +159,7 @@ def test_an_exception_inside_a_page_is_recorded_not_fatal(tmp_path: Path) -> Non
 
 
 def test_bad_config_values_are_refused() -> None:
-    from harvestman.errors import ConfigError
+    from harvestman.model.errors import ConfigError
 
     with pytest.raises(ConfigError, match="per_host"):
         CrawlConfig(per_host=0)
@@ -222,8 +222,8 @@ def test_a_full_disk_stops_the_crawl_and_resume_fetches_the_rest(
     import errno
     import os
 
-    import harvestman.warc
-    from harvestman.errors import StorageError
+    import harvestman.store.warc
+    from harvestman.model.errors import StorageError
     from tests.crawlcheck import read_all_warcs
 
     chain = {f"p{i}": html(f"/p{i + 1}") for i in range(10)}
@@ -238,11 +238,11 @@ def test_a_full_disk_stops_the_crawl_and_resume_fetches_the_rest(
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_write(fd, data)
 
-    monkeypatch.setattr(harvestman.warc.os, "write", filling_disk)
+    monkeypatch.setattr(harvestman.store.warc.os, "write", filling_disk)
     cfg = CrawlConfig(seeds=(f"{SITE}/",), out_dir=tmp_path / "out", per_host=1)
     with pytest.raises(StorageError, match="No space left"):
         asyncio.run(Crawler(cfg, transport=MemoryTransport(table)).run())
-    monkeypatch.setattr(harvestman.warc.os, "write", real_write)
+    monkeypatch.setattr(harvestman.store.warc.os, "write", real_write)
     assert read_all_warcs(tmp_path / "out") > 0  # the half record was cut off
     report = crawl_report(tmp_path / "out")
     assert report["errors"] == {} and report["states"]["unfetched"] >= 1  # nothing marked failed

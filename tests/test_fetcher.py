@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from harvestman.addrguard import AddressGuard
-from harvestman.config import CrawlConfig
-from harvestman.engine import Crawler
-from harvestman.errors import ConnectFetchError, RedirectRefusedError, TimeoutFetchError, is_transient
-from harvestman.fetcher import FOLLOW, Fetcher, HopVerdict, redirect_target
-from harvestman.parse import parse_html
-from harvestman.records import FetchResult, HttpRequest, HttpResponse, UrlState
-from harvestman.transport import CurlTransport, MemoryTransport, TransportSettings, make_response
+from harvestman.crawl.engine import Crawler
+from harvestman.crawl.parse import parse_html
+from harvestman.fetch.fetcher import FOLLOW, Fetcher, HopVerdict, redirect_target
+from harvestman.fetch.transport import CurlTransport, MemoryTransport, TransportSettings, make_response
+from harvestman.model.config import CrawlConfig
+from harvestman.model.errors import ConnectFetchError, RedirectRefusedError, TimeoutFetchError, is_transient
+from harvestman.model.records import FetchResult, HttpRequest, HttpResponse, UrlState
+from harvestman.net.addrguard import AddressGuard
 from tests.conformance import url_cases
 from tests.crawlcheck import consistent_records
 from tests.httpserver import Handler, RouteServer, RouteValue

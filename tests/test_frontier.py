@@ -15,10 +15,10 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from harvestman.errors import FrontierError
-from harvestman.frontier import Frontier
-from harvestman.records import FetchOutcome, NewUrl, UrlState
-from harvestman.sqlite_frontier import SCHEMA_VERSION, SqliteFrontier
+from harvestman.model.errors import FrontierError
+from harvestman.model.records import FetchOutcome, NewUrl, UrlState
+from harvestman.store.frontier import Frontier
+from harvestman.store.sqlite_frontier import SCHEMA_VERSION, SqliteFrontier
 
 T0 = 1_000_000.0  # a fixed "now": policy under test takes time as an argument
 

@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from harvestman.config import CrawlConfig
-from harvestman.engine import Crawler
-from harvestman.events import Event
-from harvestman.records import CrawledPage, UrlRecord, UrlState
+from harvestman.crawl.engine import Crawler
+from harvestman.model.config import CrawlConfig
+from harvestman.model.events import Event
+from harvestman.model.records import CrawledPage, UrlRecord, UrlState
 from tests import hostile
 from tests.crawlcheck import RSS_LIMIT, consistent_records
 from tests.hostile import Behaviour, Hit, HostileServer, MiB

@@ -28,10 +28,10 @@ from pathlib import Path
 
 import pytest
 
-from harvestman.config import CrawlConfig
-from harvestman.records import UrlRecord, UrlState
-from harvestman.robots_gate import RobotsGate
-from harvestman.transport import CurlTransport, TransportSettings
+from harvestman.crawl.robots_gate import RobotsGate
+from harvestman.fetch.transport import CurlTransport, TransportSettings
+from harvestman.model.config import CrawlConfig
+from harvestman.model.records import UrlRecord, UrlState
 from tests import hostile
 from tests.crawlcheck import RSS_LIMIT, MeasuredRun, consistent_records, run_cli_measured, warc_responses
 from tests.fakedns import NXDOMAIN, SERVFAIL, SILENT, FakeDns, Query, require_private_resolver
@@ -385,10 +385,10 @@ def test_dns_failures_are_recorded_with_bounded_retries(
 
 _POOL_SCRIPT = """
 import asyncio, sys, time
-from harvestman.addrguard import AddressGuard
-from harvestman.errors import FetchError
-from harvestman.records import HttpRequest
-from harvestman.transport import CurlTransport, TransportSettings
+from harvestman.net.addrguard import AddressGuard
+from harvestman.model.errors import FetchError
+from harvestman.model.records import HttpRequest
+from harvestman.fetch.transport import CurlTransport, TransportSettings
 
 async def main() -> None:
     transport = CurlTransport(TransportSettings(user_agent="t", guard=AddressGuard(["127.0.0.0/8"])))

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
-from harvestman.config import parse_resolve
-from harvestman.hostkeys import HostKeys, system_resolver
+from harvestman.model.config import parse_resolve
+from harvestman.net.hostkeys import HostKeys, system_resolver
 
 
 def test_host_and_domain_modes() -> None:

@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-from harvestman.records import UrlState
+from harvestman.model.records import UrlState
 from tests.crawlcheck import consistent_records
 from tests.loadweb import (
     CRAWL_DELAY,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from harvestman.config import CrawlConfig
-from harvestman.outcome import decide
-from harvestman.records import FetchResult, LeasedUrl, RedirectHop, UrlState
+from harvestman.model.config import CrawlConfig
+from harvestman.model.records import FetchResult, LeasedUrl, RedirectHop, UrlState
+from harvestman.policy.outcome import decide
 
 NOW = 1_800_000_000.0
 CFG = CrawlConfig(retries=2)

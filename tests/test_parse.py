@@ -7,8 +7,8 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harvestman.parse import parse_html
-from harvestman.records import LinkKind
+from harvestman.crawl.parse import parse_html
+from harvestman.model.records import LinkKind
 
 PAGE = "http://example.com/dir/page.html"
 

@@ -7,7 +7,7 @@ import email.utils
 from hypothesis import given
 from hypothesis import strategies as st
 
-from harvestman.politeness import (
+from harvestman.policy.politeness import (
     BREAKER_THRESHOLD,
     FailureStreaks,
     breaker_pause,

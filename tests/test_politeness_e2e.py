@@ -21,13 +21,13 @@ from typing import Any
 
 import pytest
 
-from harvestman.config import CrawlConfig
-from harvestman.engine import Crawler
-from harvestman.events import Event, EventKind
-from harvestman.records import UrlRecord, UrlState
-from harvestman.robots_gate import RobotsGate
-from harvestman.sqlite_frontier import SqliteFrontier
-from harvestman.transport import CurlTransport, TransportSettings
+from harvestman.crawl.engine import Crawler
+from harvestman.crawl.robots_gate import RobotsGate
+from harvestman.fetch.transport import CurlTransport, TransportSettings
+from harvestman.model.config import CrawlConfig
+from harvestman.model.events import Event, EventKind
+from harvestman.model.records import UrlRecord, UrlState
+from harvestman.store.sqlite_frontier import SqliteFrontier
 from tests.crawlcheck import RSS_LIMIT, run_cli
 from tests.hostile import peak_rss
 from tests.httpserver import RawServer, RouteHandler, RouteServer, RouteValue, raw_response, read_request
@@ -480,7 +480,7 @@ class _Clock:
 
 @pytest.mark.parametrize("status", [500, 200])
 def test_robots_gate_asks_again_soon_after_5xx_and_daily_after_success(servers: Any, status: int) -> None:
-    from harvestman.robots_gate import ROBOTS_GIVE_UP_TTL
+    from harvestman.crawl.robots_gate import ROBOTS_GIVE_UP_TTL
 
     clock = _Clock()
     tracker = Tracker()

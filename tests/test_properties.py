@@ -14,11 +14,11 @@ import re
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from harvestman.content import decode_text, detect_charset, sniff_binary
-from harvestman.errors import InvalidUrlError
-from harvestman.parse import MAX_ANCHOR, MAX_DESCRIPTION, MAX_TITLE, parse_html
-from harvestman.robots import RobotsRules, path_of, rules_for_response
-from harvestman.urls import host_of, normalize, normalize_with_host, resolve
+from harvestman.crawl.parse import MAX_ANCHOR, MAX_DESCRIPTION, MAX_TITLE, parse_html
+from harvestman.fetch.content import decode_text, detect_charset, sniff_binary
+from harvestman.model.errors import InvalidUrlError
+from harvestman.net.urls import host_of, normalize, normalize_with_host, resolve
+from harvestman.policy.robots import RobotsRules, path_of, rules_for_response
 
 UA = "harvestman/0.1 (+https://example.com/bot)"
 PAGE = "http://example.com/dir/page.html"

@@ -14,11 +14,11 @@ import pytest
 from rich.console import Console
 from warcio.archiveiterator import ArchiveIterator
 
-from harvestman.config import CrawlConfig, config_from_mapping, load_toml
-from harvestman.progress import SUMMARY_HOSTS, print_summary
-from harvestman.records import FetchOutcome, NewUrl, UrlState
-from harvestman.report import export_records
-from harvestman.sqlite_frontier import SqliteFrontier
+from harvestman.app.progress import SUMMARY_HOSTS, print_summary
+from harvestman.app.report import export_records
+from harvestman.model.config import CrawlConfig, config_from_mapping, load_toml
+from harvestman.model.records import FetchOutcome, NewUrl, UrlState
+from harvestman.store.sqlite_frontier import SqliteFrontier
 from tests.crawlcheck import run_cli
 from tests.httpserver import RouteServer
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harvestman.robots import RobotsCache, RobotsRules, agent_token, path_of, rules_for_response
+from harvestman.policy.robots import RobotsCache, RobotsRules, agent_token, path_of, rules_for_response
 from tests.conformance import robots_data
 
 UA = "harvestman/0.1 (+https://pypi.org/project/harvestman/)"

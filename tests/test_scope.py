@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harvestman.scope import Scope, followed_links
+from harvestman.policy.scope import Scope, followed_links
 
 SEEDS = ["https://www.example.co.uk/start", "http://blog.other.org/"]
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from harvestman.records import UrlState
-from harvestman.sqlite_frontier import SqliteFrontier
+from harvestman.model.records import UrlState
+from harvestman.store.sqlite_frontier import SqliteFrontier
 from tests import hostile
 from tests.crawlcheck import consistent_records, run_cli
 from tests.hostile import HostileServer

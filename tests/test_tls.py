@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from harvestman.addrguard import AddressGuard
-from harvestman.errors import TlsFetchError
-from harvestman.records import HttpRequest, HttpResponse, UrlState
-from harvestman.transport import CurlTransport, TransportSettings
+from harvestman.fetch.transport import CurlTransport, TransportSettings
+from harvestman.model.errors import TlsFetchError
+from harvestman.model.records import HttpRequest, HttpResponse, UrlState
+from harvestman.net.addrguard import AddressGuard
 from tests.crawlcheck import RSS_LIMIT, consistent_records, run_cli, run_cli_measured
 from tests.httpserver import RouteServer
 from tests.nginx import free_port, require_nginx

@@ -15,9 +15,15 @@ import brotli
 import pytest
 import zstandard
 
-from harvestman.addrguard import AddressGuard
-from harvestman.config import CrawlConfig, ResolveEntry
-from harvestman.errors import (
+from harvestman.fetch.transport import (
+    CurlTransport,
+    MemoryTransport,
+    TransportSettings,
+    curl_error,
+    make_response,
+)
+from harvestman.model.config import CrawlConfig, ResolveEntry
+from harvestman.model.errors import (
     BlockedAddressError,
     ConnectFetchError,
     ContentError,
@@ -27,8 +33,8 @@ from harvestman.errors import (
     TimeoutFetchError,
     TlsFetchError,
 )
-from harvestman.records import HttpRequest, HttpResponse
-from harvestman.transport import CurlTransport, MemoryTransport, TransportSettings, curl_error, make_response
+from harvestman.model.records import HttpRequest, HttpResponse
+from harvestman.net.addrguard import AddressGuard
 from tests.httpserver import RawServer, RouteServer, raw_response, read_request
 
 T = TypeVar("T")

@@ -18,10 +18,7 @@ from typing import TypeVar
 
 import pytest
 
-from harvestman.addrguard import AddressGuard
-from harvestman.errors import ConfigError, ConnectFetchError, TimeoutFetchError
-from harvestman.records import HttpMethod, HttpRequest, HttpResponse
-from harvestman.transport import (
+from harvestman.fetch.transport import (
     CurlTransport,
     MemoryTransport,
     Route,
@@ -29,6 +26,9 @@ from harvestman.transport import (
     TransportSettings,
     make_response,
 )
+from harvestman.model.errors import ConfigError, ConnectFetchError, TimeoutFetchError
+from harvestman.model.records import HttpMethod, HttpRequest, HttpResponse
+from harvestman.net.addrguard import AddressGuard
 from tests.httpserver import RouteHandler, RouteServer
 
 T = TypeVar("T")

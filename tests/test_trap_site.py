@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from harvestman.config import CrawlConfig
-from harvestman.records import UrlState
-from harvestman.urls import MAX_SEGMENT_REPEATS
+from harvestman.model.config import CrawlConfig
+from harvestman.model.records import UrlState
+from harvestman.net.urls import MAX_SEGMENT_REPEATS
 from tests import hostile
 from tests.crawlcheck import RSS_LIMIT, consistent_records, run_cli_measured
 from tests.hostile import Behaviour, Hit, HostileServer

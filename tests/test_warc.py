@@ -16,8 +16,8 @@ from typing import NamedTuple
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
-from harvestman.records import FetchResult, RedirectHop, Timings
-from harvestman.warc import OPEN_SUFFIX, WarcWriter, complete_length, recover
+from harvestman.model.records import FetchResult, RedirectHop, Timings
+from harvestman.store.warc import OPEN_SUFFIX, WarcWriter, complete_length, recover
 
 
 def result(i: int = 0, body: bytes = b"<html>hello</html>", **kw: object) -> FetchResult:

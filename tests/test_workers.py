@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harvestman.config import CrawlConfig
-from harvestman.workers import worker_count
+from harvestman.crawl.workers import worker_count
+from harvestman.model.config import CrawlConfig
 from tests.crawlcheck import harvestman_cmd, interrupt_cli, read_all_warcs, run_cli, warc_responses
 from tests.nginx import NginxServer, free_port, require_nginx
 from tests.sitegen import SiteSpec, generate_site

@@ -1,11 +1,11 @@
 """harvestman: a polite, resumable, fast web crawler."""
 
-from harvestman.config import CrawlConfig
-from harvestman.download import download
-from harvestman.engine import Crawler
-from harvestman.errors import HarvestmanError
-from harvestman.events import Event, EventKind
-from harvestman.records import CrawledPage, FetchResult, UrlState
+from harvestman.crawl.download import download
+from harvestman.crawl.engine import Crawler
+from harvestman.model.config import CrawlConfig
+from harvestman.model.errors import HarvestmanError
+from harvestman.model.events import Event, EventKind
+from harvestman.model.records import CrawledPage, FetchResult, UrlState
 
 __version__ = "0.1.0"
 __all__ = [

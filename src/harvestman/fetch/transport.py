@@ -25,10 +25,9 @@ from typing import Any, Protocol
 
 import pycurl
 
-from harvestman.addrguard import AddressGuard
-from harvestman.config import CrawlConfig
-from harvestman.content import BodyDecoder
-from harvestman.errors import (
+from harvestman.fetch.content import BodyDecoder
+from harvestman.model.config import CrawlConfig
+from harvestman.model.errors import (
     BlockedAddressError,
     ConfigError,
     ConnectFetchError,
@@ -41,7 +40,8 @@ from harvestman.errors import (
     TlsFetchError,
     UnsupportedUrlError,
 )
-from harvestman.records import Headers, HttpRequest, HttpResponse, Timings
+from harvestman.model.records import Headers, HttpRequest, HttpResponse, Timings
+from harvestman.net.addrguard import AddressGuard
 
 ACCEPT_ENCODING = "gzip, deflate, br, zstd"
 MAX_HEADER_BYTES = 64 * 1024

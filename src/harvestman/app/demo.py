@@ -30,7 +30,7 @@ from types import TracebackType
 from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
-from harvestman.records import UrlRecord
+from harvestman.model.records import UrlRecord
 
 DEMO_ROOT = Path(__file__).resolve().parent / "demo_site"
 PORT_PLACEHOLDER = b"{{PORT}}"

@@ -8,7 +8,7 @@ import ipaddress
 import re
 from typing import Any
 
-from harvestman.errors import InvalidUrlError
+from harvestman.model.errors import InvalidUrlError
 
 # ada's Python wrapper (ada_url.URL) costs ~10 µs a URL in attribute look-ups; calling its cffi
 # library directly and slicing the href by the component offsets costs ~2 µs. The module is a

@@ -6,12 +6,12 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
-from harvestman.config import CrawlConfig
-from harvestman.content import sha1_base32
-from harvestman.errors import RedirectRefusedError
-from harvestman.fetcher import location_target
-from harvestman.politeness import RetryVerdict, is_host_failure, retry_verdict
-from harvestman.records import FetchOutcome, FetchResult, LeasedUrl, UrlState
+from harvestman.fetch.content import sha1_base32
+from harvestman.fetch.fetcher import location_target
+from harvestman.model.config import CrawlConfig
+from harvestman.model.errors import RedirectRefusedError
+from harvestman.model.records import FetchOutcome, FetchResult, LeasedUrl, UrlState
+from harvestman.policy.politeness import RetryVerdict, is_host_failure, retry_verdict
 
 PERMANENT_REDIRECTS = frozenset({301, 308})
 

@@ -16,16 +16,16 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from harvestman.config import CrawlConfig, config_from_mapping
-from harvestman.errors import UnsupportedUrlError, error_for
-from harvestman.fetcher import FOLLOW, Fetcher, HopVerdict
-from harvestman.journal import RunJournal
-from harvestman.politeness import RetryVerdict, retry_verdict
-from harvestman.records import FetchResult
-from harvestman.robots_gate import RobotsFailure, RobotsGate, RobotsVerdict
-from harvestman.sync import iterate_in_thread
-from harvestman.transport import CurlTransport, Transport, TransportSettings
-from harvestman.urls import host_of, resolve
+from harvestman.crawl.robots_gate import RobotsFailure, RobotsGate, RobotsVerdict
+from harvestman.fetch.fetcher import FOLLOW, Fetcher, HopVerdict
+from harvestman.fetch.transport import CurlTransport, Transport, TransportSettings
+from harvestman.model.config import CrawlConfig, config_from_mapping
+from harvestman.model.errors import UnsupportedUrlError, error_for
+from harvestman.model.records import FetchResult
+from harvestman.model.sync import iterate_in_thread
+from harvestman.net.urls import host_of, resolve
+from harvestman.policy.politeness import RetryVerdict, retry_verdict
+from harvestman.store.journal import RunJournal
 
 WINDOW_PER_SLOT = 8  # URLs in progress (fetching or waiting their turn) per concurrent fetch
 DOWNLOAD_BACKOFF_BASE = 0.5  # seconds; a list download retries sooner than a crawl would

@@ -17,7 +17,7 @@ import brotli
 import charset_normalizer
 import zstandard
 
-from harvestman.errors import ContentError
+from harvestman.model.errors import ContentError
 
 MAX_ENCODINGS = 5
 _STEP = 64 * 1024  # decoded bytes asked of a stage at a time

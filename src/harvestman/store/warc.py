@@ -18,10 +18,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote, urlsplit
 
-from harvestman import faults
-from harvestman.content import sha1_base32
-from harvestman.errors import StorageError
-from harvestman.records import FetchResult, Headers
+from harvestman.fetch.content import sha1_base32
+from harvestman.model import faults
+from harvestman.model.errors import StorageError
+from harvestman.model.records import FetchResult, Headers
 
 OPEN_SUFFIX = ".open"
 GiB = 1024 * 1024 * 1024

@@ -6,8 +6,8 @@ import email.utils
 import math
 from dataclasses import dataclass
 
-from harvestman.errors import is_transient
-from harvestman.records import FetchResult
+from harvestman.model.errors import is_transient
+from harvestman.model.records import FetchResult
 
 DEFAULT_RETRY_AFTER = 60.0
 BREAKER_THRESHOLD = 5  # distinct URLs failing in a row at host level before a host is paused

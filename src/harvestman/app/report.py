@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from harvestman.errors import ConfigError, StorageError
-from harvestman.records import UrlRecord, UrlState
-from harvestman.sqlite_frontier import SqliteFrontier
+from harvestman.model.errors import ConfigError, StorageError
+from harvestman.model.records import UrlRecord, UrlState
+from harvestman.store.sqlite_frontier import SqliteFrontier
 
 EXPORT_BATCH = 10_000
 EXPORT_FORMATS = ("jsonl", "parquet", "cdxj")

@@ -8,13 +8,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from harvestman.addrguard import parse_ip
-from harvestman.engine import with_scheme
-from harvestman.errors import EXIT_OK, InvalidUrlError, exit_status_of, failure_help
-from harvestman.frontier import Frontier
-from harvestman.records import UrlRecord, UrlState
-from harvestman.report import open_crawl
-from harvestman.urls import normalize
+from harvestman.app.report import open_crawl
+from harvestman.crawl.engine import with_scheme
+from harvestman.model.errors import EXIT_OK, InvalidUrlError, exit_status_of, failure_help
+from harvestman.model.records import UrlRecord, UrlState
+from harvestman.net.addrguard import parse_ip
+from harvestman.net.urls import normalize
+from harvestman.store.frontier import Frontier
 
 MAX_NAMED = 10  # seeds named one line each; the rest are counted in one more line
 _SUCCESS = (UrlState.FETCHED, UrlState.NOT_MODIFIED)

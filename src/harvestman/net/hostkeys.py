@@ -8,9 +8,9 @@ import socket
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable
 
-from harvestman.config import ResolveEntry
-from harvestman.errors import InvalidUrlError
-from harvestman.urls import host_of, registered_domain
+from harvestman.model.config import ResolveEntry
+from harvestman.model.errors import InvalidUrlError
+from harvestman.net.urls import host_of, registered_domain
 
 Resolver = Callable[[str], Awaitable[str | None]]
 MAX_CACHED = 100_000  # host names whose address is remembered

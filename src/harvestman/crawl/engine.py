@@ -10,25 +10,33 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harvestman.config import CrawlConfig
-from harvestman.errors import ConfigError, InvalidUrlError, StorageError, error_for
-from harvestman.events import Event, EventKind
-from harvestman.faults import crash_point
-from harvestman.fetcher import FOLLOW, Fetcher, HopVerdict
-from harvestman.frontier import Frontier
-from harvestman.hostkeys import HostKeys
-from harvestman.journal import RunJournal
-from harvestman.outcome import Decision, decide
-from harvestman.parse import parse_html
-from harvestman.politeness import FailureStreaks, breaker_pause
-from harvestman.records import CrawledPage, FetchOutcome, FetchResult, LeasedUrl, NewUrl, ParsedPage, UrlState
-from harvestman.robots_gate import RobotsGate
-from harvestman.scope import Scope, followed_links
-from harvestman.sqlite_frontier import SqliteFrontier
-from harvestman.sync import iterate_in_thread
-from harvestman.transport import ACCEPT_ENCODING, CurlTransport, Transport, TransportSettings
-from harvestman.urls import normalize
-from harvestman.warc import WarcWriter, recover
+from harvestman.crawl.parse import parse_html
+from harvestman.crawl.robots_gate import RobotsGate
+from harvestman.fetch.fetcher import FOLLOW, Fetcher, HopVerdict
+from harvestman.fetch.transport import ACCEPT_ENCODING, CurlTransport, Transport, TransportSettings
+from harvestman.model.config import CrawlConfig
+from harvestman.model.errors import ConfigError, InvalidUrlError, StorageError, error_for
+from harvestman.model.events import Event, EventKind
+from harvestman.model.faults import crash_point
+from harvestman.model.records import (
+    CrawledPage,
+    FetchOutcome,
+    FetchResult,
+    LeasedUrl,
+    NewUrl,
+    ParsedPage,
+    UrlState,
+)
+from harvestman.model.sync import iterate_in_thread
+from harvestman.net.hostkeys import HostKeys
+from harvestman.net.urls import normalize
+from harvestman.policy.outcome import Decision, decide
+from harvestman.policy.politeness import FailureStreaks, breaker_pause
+from harvestman.policy.scope import Scope, followed_links
+from harvestman.store.frontier import Frontier
+from harvestman.store.journal import RunJournal
+from harvestman.store.sqlite_frontier import SqliteFrontier
+from harvestman.store.warc import WarcWriter, recover
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 IDLE_POLL = 0.25  # longest sleep while waiting for a host to become ready

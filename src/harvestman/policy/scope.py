@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from harvestman.errors import InvalidUrlError
-from harvestman.urls import host_of, normalize_with_host, registered_domain
+from harvestman.model.errors import InvalidUrlError
+from harvestman.net.urls import host_of, normalize_with_host, registered_domain
 
 SCOPE_MODES = ("host", "domain", "any")
 _UNSEEN: tuple[str, str] = ("", "")  # a link not yet in the answers (compared by identity)

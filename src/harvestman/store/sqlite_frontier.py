@@ -12,10 +12,18 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from harvestman.errors import FrontierError
-from harvestman.faults import crash_point
-from harvestman.frontier import HostStats
-from harvestman.records import CrawlTotals, FetchOutcome, HostTotals, LeasedUrl, NewUrl, UrlRecord, UrlState
+from harvestman.model.errors import FrontierError
+from harvestman.model.faults import crash_point
+from harvestman.model.records import (
+    CrawlTotals,
+    FetchOutcome,
+    HostTotals,
+    LeasedUrl,
+    NewUrl,
+    UrlRecord,
+    UrlState,
+)
+from harvestman.store.frontier import HostStats
 
 SCHEMA_VERSION = 2  # 2: urls.title
 _FAR_FUTURE = 1e18  # "never": a host with no leasable URL and no lease to wait for

@@ -13,9 +13,13 @@ from pathlib import Path
 from typing import Any
 
 from harvestman import __version__
-from harvestman.config import CrawlConfig, config_from_mapping, load_toml
-from harvestman.engine import Crawler, CrawlStats, deferred_note
-from harvestman.errors import (
+from harvestman.app.progress import ProgressDisplay, print_summary
+from harvestman.app.report import EXPORT_FORMATS, crawl_report, export_records
+from harvestman.app.seeds import check_seeds, run_verdict
+from harvestman.crawl.engine import Crawler, CrawlStats, deferred_note
+from harvestman.crawl.workers import WorkerPool, tune_for_crawling, worker_count
+from harvestman.model.config import CrawlConfig, config_from_mapping, load_toml
+from harvestman.model.errors import (
     EXIT_FAILED,
     EXIT_IO,
     EXIT_OK,
@@ -24,10 +28,6 @@ from harvestman.errors import (
     HarvestmanError,
     StorageError,
 )
-from harvestman.progress import ProgressDisplay, print_summary
-from harvestman.report import EXPORT_FORMATS, crawl_report, export_records
-from harvestman.seeds import check_seeds, run_verdict
-from harvestman.workers import WorkerPool, tune_for_crawling, worker_count
 
 
 def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
@@ -277,8 +277,8 @@ def _run_with_workers(cfg: CrawlConfig, count: int) -> int:
 
 def run_demo(out: Path | None, quiet: bool) -> int:
     """Serve the bundled demo web on loopback addresses, crawl it, and say what to look at."""
-    from harvestman.demo import DEMO_SIGHTS, DemoServer, demo_config_values, demo_guide
-    from harvestman.report import open_crawl
+    from harvestman.app.demo import DEMO_SIGHTS, DemoServer, demo_config_values, demo_guide
+    from harvestman.app.report import open_crawl
 
     folder = out or Path(tempfile.mkdtemp(prefix="harvestman-demo-"))
     with DemoServer() as server:

@@ -5,7 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
-from harvestman.records import CrawlTotals, FetchOutcome, HostTotals, LeasedUrl, NewUrl, UrlRecord, UrlState
+from harvestman.model.records import (
+    CrawlTotals,
+    FetchOutcome,
+    HostTotals,
+    LeasedUrl,
+    NewUrl,
+    UrlRecord,
+    UrlState,
+)
 
 HostStats = tuple[str, int, int, int]  # host, pending (unfetched), fetched, errors
 

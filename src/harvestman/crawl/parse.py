@@ -8,8 +8,8 @@ from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser
 
-from harvestman.records import Link, LinkKind, ParsedPage
-from harvestman.urls import resolve
+from harvestman.model.records import Link, LinkKind, ParsedPage
+from harvestman.net.urls import resolve
 
 MAX_TEXT = 1_000_000  # characters of visible text kept per page
 # Characters of a document that are parsed. The DOM and the Python objects for its nodes cost ~10x

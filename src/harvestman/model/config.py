@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harvestman.errors import ConfigError
+from harvestman.model.errors import ConfigError
 
 SCOPES = ("host", "domain", "any")
 HOST_KEYS = ("host", "domain", "ip")

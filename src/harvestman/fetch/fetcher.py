@@ -11,17 +11,17 @@ import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from harvestman.content import decode_text, detect_charset, media_type, sniff_binary
-from harvestman.errors import (
+from harvestman.fetch.content import decode_text, detect_charset, media_type, sniff_binary
+from harvestman.fetch.transport import Transport
+from harvestman.model.errors import (
     FetchError,
     RedirectRefusedError,
     TimeoutFetchError,
     TooManyRedirectsError,
     UnsupportedUrlError,
 )
-from harvestman.records import FetchResult, HttpMethod, HttpRequest, HttpResponse, RedirectHop, Timings
-from harvestman.transport import Transport
-from harvestman.urls import resolve
+from harvestman.model.records import FetchResult, HttpMethod, HttpRequest, HttpResponse, RedirectHop, Timings
+from harvestman.net.urls import resolve
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 FETCHABLE_SCHEMES = frozenset({"http", "https"})

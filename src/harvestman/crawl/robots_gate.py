@@ -8,12 +8,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from harvestman.config import CrawlConfig
-from harvestman.errors import is_transient
-from harvestman.fetcher import SENSITIVE_HEADERS, Fetcher
-from harvestman.records import FetchResult
-from harvestman.robots import RobotsCache, rules_for_response
-from harvestman.transport import Transport
+from harvestman.fetch.fetcher import SENSITIVE_HEADERS, Fetcher
+from harvestman.fetch.transport import Transport
+from harvestman.model.config import CrawlConfig
+from harvestman.model.errors import is_transient
+from harvestman.model.records import FetchResult
+from harvestman.policy.robots import RobotsCache, rules_for_response
 
 ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309 asks crawlers to parse at least 500 KiB
 ROBOTS_MAX_REDIRECTS = 5  # RFC 9309: follow at least five redirects

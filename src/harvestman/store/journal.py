@@ -7,8 +7,8 @@ import os
 from pathlib import Path
 from typing import TextIO
 
-from harvestman.errors import StorageError
-from harvestman.events import Event
+from harvestman.model.errors import StorageError
+from harvestman.model.events import Event
 
 MAX_BUFFERED_LINES = 512  # a flush at least this often, whoever forgets to call flush()
 # json.dumps(..., ensure_ascii=False) builds a new encoder at every call.

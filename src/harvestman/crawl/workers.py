@@ -32,11 +32,11 @@ from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from harvestman.config import CrawlConfig
-from harvestman.engine import Crawler, CrawlStats, WorkerSlot
-from harvestman.errors import HarvestmanError
-from harvestman.records import UrlState
-from harvestman.sqlite_frontier import SqliteFrontier
+from harvestman.crawl.engine import Crawler, CrawlStats, WorkerSlot
+from harvestman.model.config import CrawlConfig
+from harvestman.model.errors import HarvestmanError
+from harvestman.model.records import UrlState
+from harvestman.store.sqlite_frontier import SqliteFrontier
 
 REPORT_EVERY = 0.3  # seconds between a worker's counter reports
 REPORT_POLL = 0.05  # seconds between the parent's looks at the reports

@@ -1,0 +1,1 @@
+"""One HTTP exchange: the Transport seam (libcurl, in-memory), the redirect-following fetcher, decoding."""

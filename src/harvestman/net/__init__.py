@@ -1,0 +1,1 @@
+"""URLs and hosts: parsing and normalising URLs, host keys and name resolution, the address guard."""
