@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harvestman.crawl.parse import parse_html
-from harvestman.model.records import LinkKind
+from harvestman.model.records import Link, LinkKind
 
 PAGE = "http://example.com/dir/page.html"
 
@@ -233,16 +233,50 @@ def test_arbitrary_text_never_raises(text: str) -> None:
     parse_html(text, PAGE)
 
 
-def test_only_the_parse_budget_is_parsed_and_memory_stays_bounded() -> None:
+def test_links_past_the_first_pieces_are_found_and_memory_stays_bounded() -> None:
     import tracemalloc
 
     page = "<html><body>" + "<a href='/x'>x</a> filler text\n" * 600_000 + "<a href='/late'>late</a>"
     assert len(page) > 16 * 1024 * 1024
     tracemalloc.start()
-    parsed = parse_html(page, "http://a.test/", max_chars=2 * 1024 * 1024)
+    parsed = parse_html(page, "http://a.test/", segment_chars=2 * 1024 * 1024)
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    assert [link.url for link in parsed.links] == ["http://a.test/x"]  # /late is past the budget
-    # Memory follows the budget, not the page: ~64 MiB for 2 MiB this dense in links (65k anchors),
-    # where the whole 17 MiB page would take about eight times as much.
+    assert [link.url for link in parsed.links] == ["http://a.test/x", "http://a.test/late"]
+    # Memory follows the piece, not the page: ~64 MiB for 2 MiB this dense in links (65k anchors),
+    # where the whole 17 MiB page parsed at once takes about eight times as much.
     assert peak < 100 * 1024 * 1024, peak
+
+
+def test_a_link_beyond_2_mib_is_found_with_its_anchor_text() -> None:
+    html = "<title>t</title><p>" + "filler " * 400_000 + "<a href='/far' rel=nofollow>far <b>away</b></a>"
+    assert len(html) > 2 * 1024 * 1024
+    far = Link("http://example.com/far", LinkKind.ANCHOR, "far away", True)
+    assert parse_html(html, PAGE).links == (far,)
+
+
+def test_a_20000_link_page_is_kept_whole_and_the_cap_applies_beyond() -> None:
+    html = "<ul>" + "".join(f'<li><a href="/p{i}">page {i}</a>' for i in range(20_001)) + "</ul>"
+    page = parse_html(html, PAGE, with_text=False)
+    assert len(page.links) == 20_000
+    assert page.links[-1].url == "http://example.com/p19999"
+    assert parse_html(html, PAGE, max_links=20_001, with_text=False).links[-1].url == "http://example.com/p20000"
+    assert len(parse_html(html, PAGE, max_links=500).links) == 500
+
+
+def test_pieces_are_cut_only_between_tags() -> None:
+    # Cuts would fall inside each of these if they were made at any "<a": none may yield a link the
+    # whole document does not have, lose one, or split one's anchor text.
+    tricky = [
+        "<!-- <a href='/comment'>c</a> -->", "<script>var s = '<a href=\"/script\">';</script>",
+        "<textarea><a href='/textarea'></textarea>", "<img alt='x <a href=/attr>'>", "a < b ",
+        "<style>a{}<a href=/style></style>", "<noscript><a href='/noscript'>n</a></noscript>",
+        "<!--><a href='/after-short-comment'>s</a>", "<p><a href='/nested'>one <i>two <b>three</b></i></a>",
+    ]
+    html = "<title>t</title>" + "".join(f"{t}<a href='/l{i}'>link {i}</a>" for i, t in enumerate(tricky * 30))
+    whole = parse_html(html, PAGE, segment_chars=len(html))
+    for size in (1, 7, 50, 333):
+        assert parse_html(html, PAGE, segment_chars=size).links == whole.links, size
+    assert "http://example.com/comment" not in {link.url for link in whole.links}
+
+

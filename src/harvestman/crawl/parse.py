@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterator
 from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser
 
+from harvestman.model.config import MAX_OUTLINKS
 from harvestman.model.records import Link, LinkKind, ParsedPage
 from harvestman.net.urls import resolve
 
 MAX_TEXT = 1_000_000  # characters of visible text kept per page
-# Characters of a document that are parsed. The DOM and the Python objects for its nodes cost ~10x
-# the text (177 MiB of Python heap for a 16 MiB page of links); links past this point are not seen,
-# as in Nutch, which parses what its content limit kept.
-MAX_PARSE_CHARS = 2 * 1024 * 1024
+# Characters of a document parsed at once. Lexbor's tree costs ~7x the text (72 MiB for a 10 MiB
+# page of links) and the Python objects for its nodes more, so a longer document is parsed in
+# pieces of about this size, cut where the tokenizer is between tags (see _segments): every link is
+# seen, and memory follows this size, not the page's.
+SEGMENT_CHARS = 2 * 1024 * 1024
 MAX_ANCHOR = 300  # characters of anchor text kept per link
 MAX_TITLE = 1_000
 MAX_DESCRIPTION = 2_000
@@ -73,6 +76,67 @@ def _tree(html: str) -> Any:
     except UnicodeEncodeError:
         # Lone surrogates (text decoded with surrogateescape) cannot reach Lexbor as UTF-8.
         return LexborHTMLParser(html.encode("utf-8", "surrogatepass").decode("utf-8", "replace"))
+
+
+# Where a long document may be cut: before an <a> start tag, so that no link's anchor text is split.
+_CUT = re.compile(r"<a[\s/>]", re.IGNORECASE)
+# What the tokenizer reads as text up to an end: comments, and elements whose content is text
+# (<noscript> too: a browser with scripting reads it as text, and a cut inside it is never safe).
+_RAW_TEXT = ("script", "style", "textarea", "title", "xmp", "iframe", "noembed", "noframes", "noscript")
+_OPENING = re.compile(rf"<(?:!--|({'|'.join(_RAW_TEXT)}|plaintext)(?=[\s/>]))", re.IGNORECASE)
+_CLOSING = {name: re.compile(rf"</{name}(?=[\s/>])", re.IGNORECASE) for name in _RAW_TEXT}
+_COMMENT_END = re.compile(r"--!?>")
+
+
+def _end_of(html: str, opening: re.Match[str]) -> int:
+    """Where the comment or text element that `opening` starts ends; len(html) if never."""
+    start = opening.end()
+    name = opening.group(1)
+    if name is None:  # a comment; "<!-->" and "<!--->" are whole ones
+        if html.startswith(">", start) or html.startswith("->", start):
+            return html.find(">", start) + 1
+        close = _COMMENT_END.search(html, start)
+    elif name.lower() == "plaintext":  # nothing ends it
+        return len(html)
+    else:
+        close = _CLOSING[name.lower()].search(html, start)
+    return close.end() if close else len(html)
+
+
+def _segments(html: str, size: int) -> Iterator[str]:
+    """`html` in consecutive pieces of about `size` characters, each cut before an <a> tag that the
+    tokenizer reads as a tag (not inside a comment, a script or another tag's attributes).
+
+    A candidate that cannot be shown safe is passed over (the piece grows): a piece may end up
+    longer, but no link is cut in two or read out of a comment.
+    """
+    start = scanned = 0  # the tokenizer is between tags at `scanned`
+    while len(html) - start > size:
+        pos = start + size
+        while True:
+            candidate = _CUT.search(html, pos)
+            if candidate is None:
+                yield html[start:]
+                return
+            cut = candidate.start()
+            # Skip the comments and text elements that open before the cut.
+            opening = _OPENING.search(html, scanned, cut)
+            while opening is not None:
+                scanned = _end_of(html, opening)
+                if scanned > cut:
+                    break
+                opening = _OPENING.search(html, scanned, cut)
+            if scanned > cut:  # the candidate lies inside one: look again past its end
+                pos = scanned
+                continue
+            scanned = cut
+            # The last "<" before the cut must have been closed: "a < b" text is passed over too.
+            if html.rfind(">", start, cut) >= html.rfind("<", start, cut):
+                break
+            pos = cut + 1
+        yield html[start:cut]
+        start = cut
+    yield html[start:]
 
 
 @functools.lru_cache(maxsize=RESOLVE_CACHE)
@@ -152,90 +216,120 @@ class _Links:
             self.links[url] = Link(url, kind, anchor, nofollow)
 
 
-def parse_html(text: str, url: str, *, max_links: int = 1000, max_text: int = MAX_TEXT,
-               max_chars: int = MAX_PARSE_CHARS, with_text: bool = True) -> ParsedPage:
+class _Page:
+    """What the parse of a page gathers from its pieces (see _segments)."""
+
+    def __init__(self, url: str, max_links: int, with_text: bool, max_text: int) -> None:
+        self.base = url
+        self.origin = _origin(url)
+        self.links = _Links(max(0, max_links))
+        self.with_text = with_text
+        self.texts: list[str] = []  # each piece's visible text
+        self.room = max_text  # characters of text still wanted
+        self.title = self.language = ""
+        self.noindex = self.nofollow = False
+        self.description = self.content_language = ""
+
+    def read(self, nodes: list[Any], tags: list[str]) -> None:
+        """Take the links and meta data of one piece's link elements (`nodes`, their `tags`)."""
+        base, origin, links, with_text = self.base, self.origin, self.links, self.with_text
+        for node, tag in zip(nodes, tags, strict=True):
+            attrs = node.attributes
+            if tag == "meta":
+                name = (attrs.get("name") or "").strip().lower()
+                equiv = (attrs.get("http-equiv") or "").strip().lower()
+                content = attrs.get("content") or ""
+                if name == "robots":
+                    tokens = set(re.split(r"[\s,]+", content.lower()))
+                    self.noindex = self.noindex or bool(tokens & {"noindex", "none"})
+                    self.nofollow = self.nofollow or bool(tokens & {"nofollow", "none"})
+                elif name == "description" and not self.description:
+                    self.description = _collapse(content, MAX_DESCRIPTION)
+                elif equiv == "content-language" and not self.content_language:
+                    self.content_language = content.split(",")[0].strip()
+                elif equiv == "refresh" and not links.full:
+                    target = _http_url(_refresh_target(content), base, origin)
+                    if target is not None:
+                        links.add(target, LinkKind.META_REFRESH)
+                continue
+            if links.full:
+                continue
+            if tag == "a" or tag == "area":
+                target = _http_url(attrs.get("href"), base, origin)
+                if target is None:
+                    continue
+                anchor = ""
+                if tag == "a":
+                    if with_text:
+                        anchor = _collapse(node.text(deep=True, separator=" "), MAX_ANCHOR)
+                    kind = LinkKind.ANCHOR
+                else:
+                    if with_text:
+                        anchor = _collapse(attrs.get("alt") or "", MAX_ANCHOR)
+                    kind = LinkKind.AREA
+                rel = attrs.get("rel")
+                links.add(target, kind, anchor, rel is not None and "nofollow" in rel.lower().split())
+            elif tag == "frame" or tag == "iframe":
+                target = _http_url(attrs.get("src"), base, origin)
+                if target is not None:
+                    links.add(target, LinkKind.FRAME if tag == "frame" else LinkKind.IFRAME)
+            elif tag == "link":
+                rel_tokens = (attrs.get("rel") or "").lower().split()
+                link_kind = _link_kind(rel_tokens)
+                target = _http_url(attrs.get("href"), base, origin) if link_kind is not None else None
+                if link_kind is not None and target is not None:
+                    links.add(target, link_kind, "", "nofollow" in rel_tokens)
+
+
+def _read_piece(page: _Page, piece: str, *, first: bool) -> None:
+    """Parse one piece of a page into `page`; the first also gives the title, language and base."""
+    # A function of its own so that the tree and every node of it are freed on return: the next
+    # piece's tree replaces this one rather than joining it.
+    tree = _tree(piece)
+    nodes = tree.css(_LINK_SELECTOR)
+    tags = [node.tag for node in nodes]
+    if first:
+        # <base>, <title> and <html lang> come first; a later piece starts a document of its own.
+        if "base" in tags:
+            # Only the first <base href> counts; one with a non-http(s) target is ignored.
+            candidate = _http_url(nodes[tags.index("base")].attributes.get("href"), page.base, page.origin)
+            if candidate is not None:
+                page.base, page.origin = candidate, _origin(candidate)
+        if "title" in tags:
+            page.title = _collapse(nodes[tags.index("title")].text(deep=True), MAX_TITLE)
+        root = tree.root
+        page.language = ((root.attributes.get("lang") if root is not None else None) or "").strip()
+    page.read(nodes, tags)
+    if page.with_text and page.room > 0:
+        tree.strip_tags(_TEXT_FREE_TAGS, recursive=True)
+        body = tree.body
+        text = _collapse(body.text(deep=True, separator=" "), page.room) if body is not None else ""
+        if text:
+            page.texts.append(text)
+            page.room -= len(text) + 1
+
+
+def parse_html(text: str, url: str, *, max_links: int = MAX_OUTLINKS, max_text: int = MAX_TEXT,
+               segment_chars: int = SEGMENT_CHARS, with_text: bool = True) -> ParsedPage:
     """Extract outlinks (resolved, not normalized), title, meta robots, language and text from HTML.
 
-    Only the first `max_chars` characters are parsed, which bounds time and memory on huge pages.
+    Every link of the document is seen, up to `max_links` kept: a document longer than
+    `segment_chars` is parsed in pieces of about that size, which bounds memory on huge pages.
     Without `with_text`, the visible text and anchor texts are left empty: extracting them costs
     more than the rest of the parse, and a crawl that only follows links does not need them.
     """
-    tree = _tree(text[:max_chars] if len(text) > max_chars else text)
-    nodes = tree.css(_LINK_SELECTOR)
-    tags = [node.tag for node in nodes]
-    base = url
-    if "base" in tags:
-        # Only the first <base href> counts; one with a non-http(s) target is ignored.
-        candidate = _http_url(nodes[tags.index("base")].attributes.get("href"), url, _origin(url))
-        if candidate is not None:
-            base = candidate
-    origin = _origin(base)
-    links = _Links(max(0, max_links))
-    noindex = nofollow = False
-    description = content_language = ""
-    for node, tag in zip(nodes, tags, strict=True):
-        attrs = node.attributes
-        if tag == "meta":
-            name = (attrs.get("name") or "").strip().lower()
-            equiv = (attrs.get("http-equiv") or "").strip().lower()
-            content = attrs.get("content") or ""
-            if name == "robots":
-                tokens = set(re.split(r"[\s,]+", content.lower()))
-                noindex = noindex or bool(tokens & {"noindex", "none"})
-                nofollow = nofollow or bool(tokens & {"nofollow", "none"})
-            elif name == "description" and not description:
-                description = _collapse(content, MAX_DESCRIPTION)
-            elif equiv == "content-language" and not content_language:
-                content_language = content.split(",")[0].strip()
-            elif equiv == "refresh" and not links.full:
-                target = _http_url(_refresh_target(content), base, origin)
-                if target is not None:
-                    links.add(target, LinkKind.META_REFRESH)
-            continue
-        if links.full:
-            continue
-        if tag == "a" or tag == "area":
-            target = _http_url(attrs.get("href"), base, origin)
-            if target is None:
-                continue
-            anchor = ""
-            if tag == "a":
-                if with_text:
-                    anchor = _collapse(node.text(deep=True, separator=" "), MAX_ANCHOR)
-                kind = LinkKind.ANCHOR
-            else:
-                if with_text:
-                    anchor = _collapse(attrs.get("alt") or "", MAX_ANCHOR)
-                kind = LinkKind.AREA
-            rel = attrs.get("rel")
-            links.add(target, kind, anchor, rel is not None and "nofollow" in rel.lower().split())
-        elif tag == "frame" or tag == "iframe":
-            target = _http_url(attrs.get("src"), base, origin)
-            if target is not None:
-                links.add(target, LinkKind.FRAME if tag == "frame" else LinkKind.IFRAME)
-        elif tag == "link":
-            rel_tokens = (attrs.get("rel") or "").lower().split()
-            link_kind = _link_kind(rel_tokens)
-            target = _http_url(attrs.get("href"), base, origin) if link_kind is not None else None
-            if link_kind is not None and target is not None:
-                links.add(target, link_kind, "", "nofollow" in rel_tokens)
-    title = ""
-    if "title" in tags:
-        title = _collapse(nodes[tags.index("title")].text(deep=True), MAX_TITLE)
-    root = tree.root
-    language = ((root.attributes.get("lang") if root is not None else None) or "").strip()
-    page_text = ""
-    if with_text:
-        tree.strip_tags(_TEXT_FREE_TAGS, recursive=True)
-        body = tree.body
-        page_text = _collapse(body.text(deep=True, separator=" "), max_text) if body is not None else ""
+    page = _Page(url, max_links, with_text, max_text)
+    for index, piece in enumerate(_segments(text, max(1, segment_chars))):
+        if index and page.links.full:
+            break  # what later pieces hold would not be kept
+        _read_piece(page, piece, first=index == 0)
     return ParsedPage(
-        title=title,
-        description=description,
-        language=language or content_language,
-        text=page_text,
-        links=tuple(links.links.values()),
-        noindex=noindex,
-        nofollow=nofollow,
-        base_url=base,
+        title=page.title,
+        description=page.description,
+        language=page.language or page.content_language,
+        text=" ".join(page.texts) if page.texts else "",
+        links=tuple(page.links.links.values()),
+        noindex=page.noindex,
+        nofollow=page.nofollow,
+        base_url=page.base,
     )
