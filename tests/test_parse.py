@@ -280,3 +280,16 @@ def test_pieces_are_cut_only_between_tags() -> None:
     assert "http://example.com/comment" not in {link.url for link in whole.links}
 
 
+
+
+def test_links_as_a_browser_lists_them_beside_other_kinds() -> None:
+    # <a href=""> is the page itself (document.links has it), the fragment dropped; a <link rel=next>
+    # to the same URL as an <a> must not hide the anchor; an empty <iframe src> is about:blank.
+    html = ('<link rel="next" href="next.html"><a href="">self</a><a href=" ">blank</a>'
+            '<a href="next.html">next</a><iframe src=""></iframe>')
+    page = parse_html(html, PAGE + "#top")
+    assert [(link.url, link.kind) for link in page.links] == [
+        ("http://example.com/dir/next.html", LinkKind.NEXT),
+        (PAGE, LinkKind.ANCHOR),
+        ("http://example.com/dir/next.html", LinkKind.ANCHOR),
+    ]

@@ -155,11 +155,17 @@ def _resolve_http(href: str, base: str) -> str | None:
 _C0_CONTROL_OR_SPACE = "".join(map(chr, range(0x21)))
 
 
-def _http_url(href: str | None, base: str, origin: str) -> str | None:
-    """`href` joined to `base` when the result is http(s); `origin`: `base` up to its path."""
-    if not href:
+def _http_url(href: str | None, base: str, origin: str, *, empty_is_base: bool = False) -> str | None:
+    """`href` joined to `base` when the result is http(s); `origin`: `base` up to its path.
+
+    An empty `href` is no URL, except with `empty_is_base`: a browser resolves <a href=""> to the
+    page itself (its base URL without the fragment), and document.links holds it.
+    """
+    if href is None:
         return None
     href = href.strip(_C0_CONTROL_OR_SPACE)
+    if not href and not empty_is_base:
+        return None
     # Site-wide links ("/about", "http://x/") resolve the same from every page: passing a base
     # that depends only on what the result depends on lets the cache answer most links.
     if href[:1] == "/" and href[1:2] != "/":
@@ -196,34 +202,44 @@ def _link_kind(rel: list[str]) -> LinkKind | None:
     return None
 
 
+_BROWSER_KINDS = (LinkKind.ANCHOR, LinkKind.AREA)
+
+
 class _Links:
-    """Collects links in document order, deduplicated, up to a cap."""
+    """Collects links in document order, deduplicated, up to a cap.
+
+    A URL is kept once as an anchor (<a> or <area>: what a browser's document.links holds) and
+    once for each other kind: <link rel=next href=x> in the head must not hide <a href=x>.
+    """
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
-        self.links: dict[str, Link] = {}
+        self.links: dict[str | tuple[str, LinkKind], Link] = {}
         self.full = cap <= 0  # an attribute, not a property: it is read once per element
 
     def add(self, url: str, kind: LinkKind, anchor: str = "", nofollow: bool = False) -> None:
-        # A Link is built only when kept (~0.5 us each, frozen dataclass): links repeat on a page.
-        seen = self.links.get(url)
+        # A Link is built only when kept (~0.5 us each): links repeat on a page. Anchors, nearly
+        # all links, are keyed by the URL alone, which costs no tuple.
+        key: str | tuple[str, LinkKind] = url if kind in _BROWSER_KINDS else (url, kind)
+        seen = self.links.get(key)
         if seen is None:
             if not self.full:
-                self.links[url] = Link(url, kind, anchor, nofollow)
+                self.links[key] = Link(url, kind, anchor, nofollow)
                 self.full = len(self.links) >= self.cap
         elif seen.nofollow and not nofollow:
             # Followed anywhere on the page means followed: keep the first position, drop the flag.
-            self.links[url] = Link(url, kind, anchor, nofollow)
+            self.links[key] = Link(url, kind, anchor, nofollow)
 
 
 class _Page:
     """What the parse of a page gathers from its pieces (see _segments)."""
 
-    def __init__(self, url: str, max_links: int, with_text: bool, max_text: int) -> None:
+    def __init__(self, url: str, max_links: int, with_text: bool, anchors: bool, max_text: int) -> None:
         self.base = url
         self.origin = _origin(url)
         self.links = _Links(max(0, max_links))
         self.with_text = with_text
+        self.anchors = anchors
         self.texts: list[str] = []  # each piece's visible text
         self.room = max_text  # characters of text still wanted
         self.title = self.language = ""
@@ -232,7 +248,7 @@ class _Page:
 
     def read(self, nodes: list[Any], tags: list[str]) -> None:
         """Take the links and meta data of one piece's link elements (`nodes`, their `tags`)."""
-        base, origin, links, with_text = self.base, self.origin, self.links, self.with_text
+        base, origin, links, anchors = self.base, self.origin, self.links, self.anchors
         for node, tag in zip(nodes, tags, strict=True):
             attrs = node.attributes
             if tag == "meta":
@@ -255,16 +271,16 @@ class _Page:
             if links.full:
                 continue
             if tag == "a" or tag == "area":
-                target = _http_url(attrs.get("href"), base, origin)
+                target = _http_url(attrs.get("href") or "", base, origin, empty_is_base=True)
                 if target is None:
                     continue
                 anchor = ""
                 if tag == "a":
-                    if with_text:
+                    if anchors:
                         anchor = _collapse(node.text(deep=True, separator=" "), MAX_ANCHOR)
                     kind = LinkKind.ANCHOR
                 else:
-                    if with_text:
+                    if anchors:
                         anchor = _collapse(attrs.get("alt") or "", MAX_ANCHOR)
                     kind = LinkKind.AREA
                 rel = attrs.get("rel")
@@ -310,15 +326,17 @@ def _read_piece(page: _Page, piece: str, *, first: bool) -> None:
 
 
 def parse_html(text: str, url: str, *, max_links: int = MAX_OUTLINKS, max_text: int = MAX_TEXT,
-               segment_chars: int = SEGMENT_CHARS, with_text: bool = True) -> ParsedPage:
+               segment_chars: int = SEGMENT_CHARS, with_text: bool = True,
+               anchors: bool | None = None) -> ParsedPage:
     """Extract outlinks (resolved, not normalized), title, meta robots, language and text from HTML.
 
     Every link of the document is seen, up to `max_links` kept: a document longer than
     `segment_chars` is parsed in pieces of about that size, which bounds memory on huge pages.
-    Without `with_text`, the visible text and anchor texts are left empty: extracting them costs
-    more than the rest of the parse, and a crawl that only follows links does not need them.
+    Without `with_text`, the visible text is left empty: extracting it costs more than the rest of
+    the parse, and a crawl that only follows links does not need it. `anchors` (default: as
+    `with_text`) says whether the links' anchor texts are taken.
     """
-    page = _Page(url, max_links, with_text, max_text)
+    page = _Page(url, max_links, with_text, with_text if anchors is None else anchors, max_text)
     for index, piece in enumerate(_segments(text, max(1, segment_chars))):
         if index and page.links.full:
             break  # what later pieces hold would not be kept
