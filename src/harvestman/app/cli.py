@@ -14,7 +14,7 @@ from typing import Any
 
 from harvestman import __version__
 from harvestman.app.progress import ProgressDisplay, print_summary
-from harvestman.app.report import EXPORT_FORMATS, crawl_report, export_records
+from harvestman.app.report import EXPORT_FORMATS, EXPORT_WHAT, crawl_report, export_records
 from harvestman.app.seeds import check_seeds, run_verdict
 from harvestman.crawl.engine import Crawler, CrawlStats, deferred_note
 from harvestman.crawl.workers import WorkerPool, tune_for_crawling, worker_count
@@ -47,6 +47,10 @@ def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
     parser.add_argument("--db", metavar="URL", help=DB_HELP)
     if follow:
         parser.add_argument("--max-pages", type=int, help="stop after N pages (default: no limit)")
+        parser.add_argument(
+            "--link-anchors", action="store_true", default=None,
+            help="keep each link's anchor text in the link graph (costs ~3%% more parse CPU)",
+        )
         parser.add_argument(
             "--max-pages-per-host", type=int, metavar="N",
             help="fetch at most N pages of one host in a run (default 100000; 0: no budget)",
@@ -127,6 +131,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument("dir", type=Path, metavar="DIR")
     export.add_argument("--db", metavar="URL", default="", help=DB_HELP)
+    export.add_argument(
+        "--what", choices=EXPORT_WHAT, default="urls",
+        help="urls: one record per URL; links: one row per link of each fetched HTML page "
+             "(from_url, to_url, anchor, kind, nofollow)",
+    )
     export.add_argument(
         "--format", choices=EXPORT_FORMATS, default="jsonl",
         help="jsonl or parquet: one record per URL; cdxj: an index of DIR/warc for replay tools (pywb)",
@@ -316,8 +325,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print_summary(report)
             return EXIT_OK
         if args.command == "export":
-            written = export_records(args.dir, args.format, args.output, args.db)
-            what = "index lines" if args.format == "cdxj" else "records"
+            written = export_records(args.dir, args.format, args.output, args.db, what=args.what)
+            what = "index lines" if args.format == "cdxj" else "links" if args.what == "links" else "records"
             print(f"{written.count} {what} written to {written.path}")
             return EXIT_OK
         if args.command == "demo":

@@ -1,22 +1,24 @@
-"""Reports over a crawl folder: `status` figures, `export` of one record per URL, a CDXJ index."""
+"""Reports over a crawl folder: `status` figures, `export` of URLs or links, a CDXJ index."""
 
 from __future__ import annotations
 
 import dataclasses
 import json
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from harvestman.model.errors import ConfigError, StorageError
-from harvestman.model.records import UrlRecord, UrlState
+from harvestman.model.records import LinkEdge, UrlRecord, UrlState
 from harvestman.store.factory import DEFAULT_DB_NAME, open_store, store_location
 from harvestman.store.frontier import CrawlDb
 
 EXPORT_BATCH = 10_000
 EXPORT_FORMATS = ("jsonl", "parquet", "cdxj")
+EXPORT_WHAT = ("urls", "links")  # one record per URL, or one row per edge of the link graph
 _TIME_FIELDS = ("fetch_time", "next_fetch_time")  # epoch seconds in the database; 0 means never
 
 
@@ -106,10 +108,24 @@ def _json_default(value: object) -> str:
     raise TypeError(f"cannot export {type(value).__name__}")
 
 
-def export_records(folder: Path, fmt: str, output: Path | None = None, db: str = "") -> Exported:
-    """Write one record per URL as JSON lines or Parquet, or a CDXJ index of the WARC files."""
+def _link_row(edge: LinkEdge) -> dict[str, Any]:
+    """One row of the links export: an edge of the link graph, its kind by name."""
+    return {"from_url": edge.from_url, "to_url": edge.to_url, "anchor": edge.anchor,
+            "kind": edge.kind.value, "nofollow": edge.nofollow}
+
+
+def export_records(folder: Path, fmt: str, output: Path | None = None, db: str = "", *,
+                   what: str = "urls") -> Exported:
+    """Write one record per URL (`what="urls"`) or one row per link of each fetched HTML page
+    (`"links"`) as JSON lines or Parquet, or a CDXJ index of the WARC files."""
     if fmt not in EXPORT_FORMATS:
         raise ConfigError(f"unknown export format {fmt!r}: use {', '.join(EXPORT_FORMATS)}")
+    if what not in EXPORT_WHAT:
+        raise ConfigError(f"unknown export {what!r}: use {', '.join(EXPORT_WHAT)}")
+    if what == "links":
+        if fmt == "cdxj":
+            raise ConfigError("--what links is written as jsonl or parquet, not cdxj")
+        return _export_links(folder, fmt, output or Path(folder) / f"links.{fmt}", db)
     if fmt == "cdxj":
         open_crawl(folder, db).close()  # the same clear error for a folder that holds no crawl
         path = output or Path(folder) / "index.cdxj"
@@ -129,21 +145,36 @@ def export_records(folder: Path, fmt: str, output: Path | None = None, db: str =
         frontier.close()
 
 
-def _write_parquet(frontier: CrawlDb, path: Path) -> int:
-    import pyarrow as pa  # imported here: it is heavy, and only this export needs it
+def _export_links(folder: Path, fmt: str, path: Path, db: str) -> Exported:
+    crawl = open_crawl(folder, db)
+    try:
+        rows = map(_link_row, crawl.links())
+        if fmt == "parquet":
+            import pyarrow as pa  # imported here: it is heavy, and only this export needs it
+
+            schema = pa.schema([("from_url", pa.string()), ("to_url", pa.string()), ("anchor", pa.string()),
+                                ("kind", pa.string()), ("nofollow", pa.bool_())])
+            return Exported(path, _write_parquet_rows(rows, schema, path))
+        count = 0
+        with open(path, "w", encoding="utf-8") as out:
+            for row in rows:
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                count += 1
+        return Exported(path, count)
+    finally:
+        crawl.close()
+
+
+def _write_parquet_rows(rows: Iterable[dict[str, Any]], schema: Any, path: Path) -> int:
+    """Write `rows` to a Parquet file with `schema`, in batches; how many."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
-    # The schema follows UrlRecord's fields, so an empty crawl still exports a valid file.
-    types = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "UrlState": pa.string()}
-    schema = pa.schema([
-        (f.name, pa.timestamp("us", tz="UTC") if f.name in _TIME_FIELDS else types[str(f.type)])
-        for f in dataclasses.fields(UrlRecord)
-    ])
     count = 0
     batch: list[dict[str, Any]] = []
     with pq.ParquetWriter(str(path), schema) as writer:
-        for record in frontier.records():
-            batch.append(_as_row(record))
+        for row in rows:
+            batch.append(row)
             count += 1
             if len(batch) >= EXPORT_BATCH:
                 writer.write_table(pa.Table.from_pylist(batch, schema=schema))
@@ -151,6 +182,18 @@ def _write_parquet(frontier: CrawlDb, path: Path) -> int:
         if batch:
             writer.write_table(pa.Table.from_pylist(batch, schema=schema))
     return count
+
+
+def _write_parquet(frontier: CrawlDb, path: Path) -> int:
+    import pyarrow as pa  # imported here: it is heavy, and only this export needs it
+
+    # The schema follows UrlRecord's fields, so an empty crawl still exports a valid file.
+    types = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "UrlState": pa.string()}
+    schema = pa.schema([
+        (f.name, pa.timestamp("us", tz="UTC") if f.name in _TIME_FIELDS else types[str(f.type)])
+        for f in dataclasses.fields(UrlRecord)
+    ])
+    return _write_parquet_rows(map(_as_row, frontier.records()), schema, path)
 
 
 def write_cdxj(warc_dir: Path, path: Path) -> int:

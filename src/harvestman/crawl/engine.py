@@ -24,6 +24,7 @@ from harvestman.model.records import (
     FetchResult,
     LeasedUrl,
     NewUrl,
+    PageLinks,
     ParsedPage,
     UrlState,
 )
@@ -140,6 +141,7 @@ class Crawler:
         self._fatal: StorageError | None = None  # why the run had to stop, raised when it has
         self._loop: asyncio.AbstractEventLoop | None = None
         self._pending: list[tuple[FetchOutcome, list[NewUrl]]] = []
+        self._pending_links: list[PageLinks] = []  # the link graph of those fetched pages
         self._wake = asyncio.Event()
         self._done_total = 0
         self._keys = HostKeys(config.host_key, config.resolve)
@@ -415,9 +417,10 @@ class Crawler:
         if not self._pending:
             return frontier.lease(lease, now) if lease > 0 else []
         batch, self._pending = self._pending, []
+        links, self._pending_links = self._pending_links, []
         outcomes = [outcome for outcome, _ in batch]
         new_urls = [url for _, urls in batch for url in urls]
-        leased = frontier.complete(outcomes, now, new_urls, lease=max(lease, 0))
+        leased = frontier.complete(outcomes, now, new_urls, links=links, lease=max(lease, 0))
         journal.flush()
         return leased
 
@@ -479,6 +482,8 @@ class Crawler:
             if result.status:
                 run.warc.write(result, self._request_headers(headers), links, decision.outcome.signature)
             self._pending.append((decision.outcome, new_urls))
+            if parsed is not None and parsed.links:
+                self._pending_links.append(self._page_links(leased.url, parsed))
             crash_point("fetched-before-commit")  # crash tests: stored in the WARC, not yet committed
             self._account(decision, result, leased, run)
             if run.on_page is not None and result.status and decision.final:
@@ -584,9 +589,11 @@ class Crawler:
             return None, {}
         if not 200 <= result.status < 300:
             return None, {}
-        # Text and anchors only for a library consumer: the crawl itself stores raw bytes.
+        # Text only for a library consumer: the crawl itself stores raw bytes. Anchor texts cost
+        # ~3% of the parse (see docs/config.md, link_anchors), so the link graph has them on request.
+        with_text = run.on_page is not None
         parsed = parse_html(result.text, result.final_url, max_links=cfg.max_outlinks,
-                            with_text=run.on_page is not None)
+                            with_text=with_text, anchors=with_text or cfg.link_anchors)
         if parsed.nofollow or leased.depth + 1 > cfg.max_depth:
             return parsed, {}
         if len(run.follow) > FOLLOW_CACHE:
@@ -594,6 +601,15 @@ class Crawler:
         followed = (link.url for link in parsed.links if not link.nofollow)
         hosts = followed_links(followed, run.scope, run.follow, max_length=cfg.max_url_length)
         return parsed, hosts
+
+    @staticmethod
+    def _page_links(url: str, parsed: ParsedPage) -> PageLinks:
+        """A page's links for the link graph: all of them (any host, in scope or not, nofollow
+        too), as parsed and capped; a page whose meta robots says nofollow marks every one."""
+        links = parsed.links
+        if parsed.nofollow:
+            links = tuple(link._replace(nofollow=True) for link in links)
+        return PageLinks(url, links)
 
     async def _hop_check(self, url: str, run: _Run) -> HopVerdict:
         """Whether to follow a redirect hop to `url`: in scope, allowed by robots.txt, not yet known.

@@ -82,6 +82,7 @@ class CrawlConfig:
     max_redirects: int = 10
     max_url_length: int = 2048
     max_outlinks: int = MAX_OUTLINKS  # links kept per page
+    link_anchors: bool = False  # the link graph keeps each link's anchor text (costs parse CPU)
     warc_max_bytes: int = 1024 * 1024 * 1024
     lease_seconds: float = 300.0
     db: str = ""  # the crawl database: '' for OUT_DIR/crawl.db, a path, sqlite:///PATH or postgresql://...
