@@ -11,8 +11,9 @@ through a private nginx on a loopback address, then for every .html file in it:
              http(s) only. Requests to any other address are refused, so nothing leaves the machine.
   harvestman `--source crawl` (the default): one `harvestman crawl` of the site from its
              index.html with default settings, then `harvestman export --what links`; a page's links
-             are its rows. `--source parse`: each page fetched and given to parse_html as the engine
-             calls it (default max_outlinks).
+             are its rows. Pages the crawl never fetched (no link leads to them) are listed and left
+             out. `--source parse`: each page fetched and given to parse_html as the engine calls it
+             (default max_outlinks).
 
 document.links holds <a href> and <area href> only, so harvestman's links of kinds `a` and `area`
 are compared (its <link rel=next/canonical>, frames and meta refreshes are counted apart). Both
@@ -115,7 +116,8 @@ def parsed_links(urls: list[str]) -> tuple[Links, Counter[str]]:
 
 
 def crawled_links(seed: str, workdir: Path) -> tuple[Links, Counter[str]]:
-    """Each page's links from a default `harvestman crawl` of the site and its links export."""
+    """Each fetched page's links (none: an empty set) from a default `harvestman crawl` of the site
+    and its exports."""
     out_dir = workdir / "crawl"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
     cli = [sys.executable, "-m", "harvestman.app.cli"]
@@ -124,7 +126,11 @@ def crawled_links(seed: str, workdir: Path) -> tuple[Links, Counter[str]]:
     export = workdir / "links.jsonl"
     subprocess.run([*cli, "export", str(out_dir), "--what", "links", "--format", "jsonl", "--output",
                     str(export)], check=True, env=env, stdout=subprocess.DEVNULL)
-    out: Links = {}
+    urls = workdir / "urls.jsonl"
+    subprocess.run([*cli, "export", str(out_dir), "--output", str(urls)], check=True, env=env,
+                   stdout=subprocess.DEVNULL)
+    with urls.open(encoding="utf-8") as records:
+        out: Links = {r["url"]: set() for r in map(json.loads, records) if r["state"] == "fetched"}
     other: Counter[str] = Counter()
     with export.open(encoding="utf-8") as rows:
         for line in rows:
@@ -148,9 +154,13 @@ def compare(browser: Links, harvestman: Links, key: Callable[[str], str], show: 
     pages = equal = both_total = browser_total = ours_total = 0
     recall_sum = precision_sum = 0.0
     differing: list[tuple[str, set[str], set[str]]] = []
+    unreached = []
     for url, seen in browser.items():
         # A crawl keys pages by their normalized URL; the browser by the URL it loaded.
-        ours = harvestman.get(url, harvestman.get(_crawl_key(url), set()))
+        ours = harvestman.get(url, harvestman.get(_crawl_key(url)))
+        if ours is None:
+            unreached.append(url)
+            continue
         want, got = {key(u) for u in seen}, {key(u) for u in ours}
         both = want & got
         pages += 1
@@ -161,6 +171,8 @@ def compare(browser: Links, harvestman: Links, key: Callable[[str], str], show: 
         precision_sum += len(both) / len(got) if got else 1.0
         if want != got:
             differing.append((url, want - got, got - want))
+    if unreached:
+        print(f"pages never fetched by harvestman, left out ({len(unreached)}): {' '.join(unreached)}")
     print(f"pages compared: {pages}, with equal link sets: {equal} ({equal / max(1, pages):.2%})")
     print(f"links: browser {browser_total}, harvestman {ours_total}, both {both_total}")
     print(f"recall:    {both_total / max(1, browser_total):.4%} of links, mean per page "

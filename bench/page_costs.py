@@ -9,7 +9,8 @@ a temporary directory), timed with the process's CPU clock, in the engine's orde
              (CPU of this process over the batch, event loop included; nginx's own CPU is not)
   decode     what the Fetcher adds to a response (Fetcher._result): media type, binary sniff,
              charset, text
-  parse      parse_html(with_text=False), as the crawl calls it
+  parse      parse_html(with_text=False), as the crawl calls it (the row "parse, --link-anchors":
+             the same with each link's anchor text, as that option parses; not in the sum)
   normalize  followed_links over each page's links, as the engine calls it: normalization and the
              scope check, each link's answer remembered
   decide     the URL's outcome, with the content signature (a blake2b of the body)
@@ -89,6 +90,7 @@ T = TypeVar("T")
 CFG = CrawlConfig()
 REQUEST_HEADERS = (("User-Agent", CFG.user_agent), ("Accept", "*/*"), ("Accept-Encoding", ACCEPT_ENCODING))
 CACHED = ("parse", "normalize")
+ANCHORS_ROW = "parse, --link-anchors"
 FOLLOWED: dict[str, tuple[str, str] | None] = {}  # the engine's answers for the run (followed_links)
 COLUMNS = ("cold", "in order", "warm")
 
@@ -172,9 +174,15 @@ def to_result(response: HttpResponse) -> FetchResult:
                            time.monotonic(), 1, None)
 
 
-def parse(result: FetchResult) -> ParsedPage:
-    """The engine's parse of a fetched HTML page."""
-    return parse_html(result.text or "", result.final_url, max_links=CFG.max_outlinks, with_text=False)
+def parse(result: FetchResult, anchors: bool = False) -> ParsedPage:
+    """The engine's parse of a fetched HTML page (`anchors`: with --link-anchors)."""
+    return parse_html(result.text or "", result.final_url, max_links=CFG.max_outlinks, with_text=False,
+                      anchors=anchors)
+
+
+def parse_anchors(result: FetchResult) -> ParsedPage:
+    """The engine's parse of a fetched HTML page with --link-anchors."""
+    return parse(result, anchors=True)
 
 
 def leased(url: str) -> LeasedUrl:
@@ -380,6 +388,11 @@ def main() -> None:
                 warm = (per_page(result_list, parse), per_page(link_lists, normalize_links))
                 for i, stage in enumerate(CACHED):
                     note(stage, cold[i], in_order[i], warm[i])
+                # Not in the sum: what --link-anchors would make the parse row.
+                cold_anchors = per_page(result_list, parse_anchors, clear_caches)
+                clear_caches()
+                note(ANCHORS_ROW, cold_anchors, per_page(result_list, parse_anchors),
+                     per_page(result_list, parse_anchors))
                 decide_us = per_page(pages, lambda p: outcome(p, results[p.url]))
                 note("decide", *(3 * [decide_us]))
                 with tempfile.TemporaryDirectory(dir=root) as db_dir:
@@ -420,14 +433,14 @@ def main() -> None:
         print("nginx not found: no fetch row")
     medians = {stage: [statistics.median(run[i] for run in rows) for i in range(3)]
                for stage, rows in runs.items()}
-    extra = f"complete, {args.batch} a call"
+    extra = (f"complete, {args.batch} a call", ANCHORS_ROW)
     labels = {"fetch": f"fetch ({args.concurrency} at once)"}
     width = max(len(labels.get(s, s)) for s in medians) + 2
     print(f"\n{'µs CPU per page':<{width}}" + "".join(f"{c:>10}" for c in COLUMNS))
     for stage, figures in medians.items():
-        mark = "  (not in the sum)" if stage == extra else ""
+        mark = "  (not in the sum)" if stage in extra else ""
         print(f"{labels.get(stage, stage):<{width}}" + "".join(f"{f:10.1f}" for f in figures) + mark)
-    sums = [sum(f[i] for s, f in medians.items() if s != extra) for i in range(3)]
+    sums = [sum(f[i] for s, f in medians.items() if s not in extra) for i in range(3)]
     print(f"{'sum':<{width}}" + "".join(f"{f:10.1f}" for f in sums))
     print("\nthe libraries alone      µs CPU per page")
     floor = {stage: statistics.median(figures) for stage, figures in alone.items() if figures}

@@ -7,7 +7,7 @@ import time
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from harvestman.crawl.parse import parse_html
+from harvestman.crawl.parse import _segments, parse_html
 from harvestman.model.records import Link, LinkKind
 
 PAGE = "http://example.com/dir/page.html"
@@ -293,3 +293,15 @@ def test_links_as_a_browser_lists_them_beside_other_kinds() -> None:
         (PAGE, LinkKind.ANCHOR),
         ("http://example.com/dir/next.html", LinkKind.ANCHOR),
     ]
+
+
+def test_a_long_page_without_anchors_is_parsed_in_pieces_too() -> None:
+    # No <a> to cut before: pieces are cut before another tag, or in bare text; links of other
+    # kinds past 2 MiB are seen, and the visible text of every piece is read.
+    tags = "<p>" + "word " * 500_000 + "<p>" + '<iframe src="/frame"></iframe>'
+    text = "<p>" + "word " * 1_000_000 + '<area href="/area" alt="x">'
+    for html in (tags, text):
+        pieces = list(_segments(html, 2 * 1024 * 1024))
+        assert len(pieces) > 1 and "".join(pieces) == html
+        assert len(parse_html(html, PAGE).links) == 1
+    assert parse_html(text, PAGE, max_text=5_100_000).text.count("word") == 1_000_000

@@ -104,21 +104,23 @@ def _end_of(html: str, opening: re.Match[str]) -> int:
 
 
 def _segments(html: str, size: int) -> Iterator[str]:
-    """`html` in consecutive pieces of about `size` characters, each cut before an <a> tag that the
-    tokenizer reads as a tag (not inside a comment, a script or another tag's attributes).
+    """`html` in consecutive pieces of about `size` characters, each cut where the tokenizer is
+    between tags (not inside a comment, a script or a tag's attributes): before an <a> tag when
+    there is one within a piece's length (64 KiB at least), so that no anchor text is cut in two;
+    else before any "<"; else (that much bare text) in the text.
 
-    A candidate that cannot be shown safe is passed over (the piece grows): a piece may end up
-    longer, but no link is cut in two or read out of a comment.
+    A cut that cannot be shown safe is passed over (the piece grows): a piece may end up longer,
+    but no link is cut in two or read out of a comment.
     """
     start = scanned = 0  # the tokenizer is between tags at `scanned`
+    reach = max(size, 1 << 16)  # how far past a piece's length a cut is looked for
     while len(html) - start > size:
         pos = start + size
         while True:
-            candidate = _CUT.search(html, pos)
-            if candidate is None:
-                yield html[start:]
-                return
-            cut = candidate.start()
+            candidate = _CUT.search(html, pos, pos + reach)
+            cut = candidate.start() if candidate else html.find("<", pos, pos + reach)
+            if cut < 0:
+                cut = min(pos, len(html))
             # Skip the comments and text elements that open before the cut.
             opening = _OPENING.search(html, scanned, cut)
             while opening is not None:
@@ -126,14 +128,17 @@ def _segments(html: str, size: int) -> Iterator[str]:
                 if scanned > cut:
                     break
                 opening = _OPENING.search(html, scanned, cut)
-            if scanned > cut:  # the candidate lies inside one: look again past its end
+            if scanned > cut:  # the cut lies inside one: look again past its end
                 pos = scanned
                 continue
             scanned = cut
             # The last "<" before the cut must have been closed: "a < b" text is passed over too.
             if html.rfind(">", start, cut) >= html.rfind("<", start, cut):
                 break
-            pos = cut + 1
+            end = html.find(">", cut)
+            pos = end + 1 if end >= 0 else len(html)
+        if cut >= len(html):
+            break
         yield html[start:cut]
         start = cut
     yield html[start:]
