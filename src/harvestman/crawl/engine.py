@@ -590,7 +590,7 @@ class Crawler:
         if not 200 <= result.status < 300:
             return None, {}
         # Text only for a library consumer: the crawl itself stores raw bytes. Anchor texts cost
-        # ~3% of the parse (see docs/config.md, link_anchors), so the link graph has them on request.
+        # ~1 µs a link, a fifth of the parse (docs/config.md, link_anchors): the graph has them on request.
         with_text = run.on_page is not None
         parsed = parse_html(result.text, result.final_url, max_links=cfg.max_outlinks,
                             with_text=with_text, anchors=with_text or cfg.link_anchors)
