@@ -26,7 +26,7 @@ from typing import Any, Protocol
 import pycurl
 
 from harvestman.fetch.content import BodyDecoder
-from harvestman.model.config import CrawlConfig
+from harvestman.model.config import FetchSettings
 from harvestman.model.errors import (
     BlockedAddressError,
     ConfigError,
@@ -75,17 +75,17 @@ class TransportSettings:
     http2: bool = True
 
     @classmethod
-    def from_config(cls, cfg: CrawlConfig) -> TransportSettings:
-        """Settings taken from a crawl configuration."""
+    def from_fetch(cls, fetch: FetchSettings) -> TransportSettings:
+        """Settings taken from a crawl configuration's fetch section."""
         return cls(
-            user_agent=cfg.user_agent,
-            connect_timeout=cfg.connect_timeout,
-            low_speed_limit=cfg.low_speed_limit,
-            low_speed_time=cfg.low_speed_time,
-            resolve=tuple(r.curl_form() for r in cfg.resolve),
-            guard=AddressGuard(cfg.allow_net),
-            verify_tls=cfg.verify_tls,
-            # No cfg.extra_headers here: they go with each request (engine, download(), robots gate),
+            user_agent=fetch.user_agent,
+            connect_timeout=fetch.connect_timeout,
+            low_speed_limit=fetch.low_speed_limit,
+            low_speed_time=fetch.low_speed_time,
+            resolve=tuple(r.curl_form() for r in fetch.resolve),
+            guard=AddressGuard(fetch.allow_net),
+            verify_tls=fetch.verify_tls,
+            # No extra_headers here: they go with each request (engine, download(), robots gate),
             # so that the Fetcher can drop credentials on a cross-origin or downgraded hop.
         )
 
