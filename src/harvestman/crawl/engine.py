@@ -145,6 +145,7 @@ class Crawler:
         self._wake = asyncio.Event()
         self._done_total = 0
         self._keys = HostKeys(config.host_key, config.resolve)
+        self._politeness = config.politeness  # made once: outcome.decide reads it for every page
         # Hosts whose failure streak the frontier is counting, with the URLs counted in it.
         self._failing_hosts = FailureStreaks()
         self._retrying: set[str] = set()  # URLs handed back for another attempt, for the display
@@ -208,7 +209,7 @@ class Crawler:
         frontier = self._frontier or self.open_frontier()
         journal = RunJournal(out, sys.stdout if cfg.log_json else None)
         self._listeners.insert(0, journal.event)
-        transport = self._transport or CurlTransport(TransportSettings.from_config(cfg))
+        transport = self._transport or CurlTransport(TransportSettings.from_fetch(cfg.fetch))
         try:
             if worker is None:
                 seeds = await self._prepare(frontier, journal)
@@ -221,7 +222,9 @@ class Crawler:
                 scope = Scope(seeds, cfg.scope, cfg.include, cfg.exclude)
                 robots = RobotsGate(
                     transport,
-                    cfg,
+                    cfg.robots,
+                    cfg.fetch,
+                    self._politeness,
                     on_defer=lambda host, until, why: self._pause(frontier, host, until, why),
                     host_key=self._keys.key,
                 )
@@ -467,7 +470,8 @@ class Crawler:
                                              max_size=cfg.max_size, attempt=leased.retries + 1)
             parsed, hosts = self._outlinks(result, leased, run) if cfg.follow_links else (None, {})
             # The title from the parse the links needed anyway: no page is parsed for it alone.
-            decision = decide(result, leased, time.time(), cfg, title=parsed.title if parsed else "")
+            decision = decide(result, leased, time.time(), self._politeness,
+                              title=parsed.title if parsed else "")
             self.stats.bytes += result.wire_bytes
             links = list(hosts)
             known = self._known
