@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import multiprocessing
 import sqlite3
 import threading
 import time
@@ -146,3 +147,17 @@ def test_a_stream_is_read_by_an_event_loop_while_another_thread_writes() -> None
     assert times == [float(i) for i in range(200)]
     with pytest.raises(TimeoutError):
         EventStream().get(timeout=0.01)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_failing_page_callback_fails_the_job_and_leaves_no_worker(tmp_path: Path, workers: int) -> None:
+    def refuse(_page: CrawledPage) -> None:
+        raise ValueError("this consumer is broken")
+
+    with served_site(tmp_path / "site", HOSTS, 10) as spec:
+        job = CrawlJob(_config(spec.seeds, tmp_path / "out", workers), on_page=refuse)
+        job.start()
+        with pytest.raises(ValueError, match="broken"):
+            job.result()
+    assert job.status().state is JobState.FAILED
+    assert multiprocessing.active_children() == []

@@ -8,7 +8,8 @@ Listeners are fixed when the job starts: an `on_event` or `on_page` callback, or
 opened before `start()`. Without one, nothing is forwarded from worker processes (the counters
 alone feed a progress display); with one, the workers' events and pages reach this process too.
 Callbacks run on the job's thread (events of the run's preparation with worker processes: on the
-thread that calls `start()`); a slow one slows the crawl, as it does in one process.
+thread that calls `start()`); a slow one slows the crawl, as it does in one process, and one that
+raises ends the run (fetches in flight abandoned, resumable) and fails the job with its error.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 from harvestman.crawl.engine import Crawler, CrawlStats
 from harvestman.crawl.sinks import SinkFactory
@@ -29,6 +31,7 @@ from harvestman.model.errors import ConfigError
 from harvestman.model.events import Event
 from harvestman.model.records import CrawledPage, RunVerdict
 
+T = TypeVar("T")
 STREAM_SIZE = 4096  # events an event stream holds by default before it drops the oldest
 
 
@@ -222,10 +225,25 @@ class CrawlJob:
             self._stop = pool.stop
             pool.start()  # here, before this job's thread exists: the workers are forked
             return pool.wait
-        crawler = Crawler(cfg, on_event=on_event, sinks=self._sinks)
+        # A callback that raises ends the run and fails the job, as with worker processes (the
+        # engine alone would record the error on the page's URL and go on).
+        broken: list[BaseException] = []
+
+        def guarded(callback: Callable[[T], None]) -> Callable[[T], None]:
+            def call(item: T) -> None:
+                if broken:
+                    return
+                try:
+                    callback(item)
+                except Exception as exc:
+                    broken.append(exc)
+                    crawler.stop(abandon=True)
+            return call
+
+        crawler = Crawler(cfg, on_event=guarded(on_event) if on_event else None, sinks=self._sinks)
         self._stats = crawler.stats
         self._stop = crawler.stop
-        on_page = self._on_page
+        on_page = guarded(self._on_page) if self._on_page else None
 
         async def handler(page: CrawledPage) -> None:
             assert on_page is not None
@@ -233,6 +251,8 @@ class CrawlJob:
 
         def body() -> None:
             asyncio.run(crawler.run(on_page=handler if on_page is not None else None))
+            if broken:
+                raise broken[0]
 
         return body
 

@@ -312,16 +312,24 @@ class WorkerPool:
                 self._hand_on(event)
             self._early = []
             self._wait(self._reports, self._frontier.counts)
-        except BaseException:  # a listener raised, say: the workers must not crawl on unwatched
+        except BaseException as exc:
+            # A listener raised, say: the workers must not crawl on unwatched (those that ended
+            # already, after a worker failed, are only joined).
             self._end_workers()
+            if isinstance(exc, HarvestmanError):  # the run ended, badly: its end is reported
+                self._report_end()
             raise
+        else:
+            self._report_end()
         finally:
             self._frontier.close()
             for reader in self._inbox:
                 reader.close()
-            if self._on_event is not None:
-                self._on_event(Event(EventKind.CRAWL_FINISHED, time.time(), bytes=self.stats.bytes,
-                                     message=finished_message(self.stats, self.cfg.max_wait)))
+
+    def _report_end(self) -> None:
+        if self._on_event is not None:
+            self._on_event(Event(EventKind.CRAWL_FINISHED, time.time(), bytes=self.stats.bytes,
+                                 message=finished_message(self.stats, self.cfg.max_wait)))
 
     def _end_workers(self) -> None:
         """Stop the workers for good: abandon their fetches, kill those that do not end in time."""
