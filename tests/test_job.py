@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import multiprocessing
 import sqlite3
+import subprocess
+import sys
 import threading
 import time
 from collections import Counter
@@ -161,3 +164,23 @@ def test_a_failing_page_callback_fails_the_job_and_leaves_no_worker(tmp_path: Pa
             job.result()
     assert job.status().state is JobState.FAILED
     assert multiprocessing.active_children() == []
+
+
+def test_forked_workers_forward_every_page_and_event_once(tmp_path: Path) -> None:
+    with served_site(tmp_path / "site", HOSTS, 25) as spec:
+        out = tmp_path / "out"
+        ran = subprocess.run([sys.executable, "-m", "tests.support.jobrun", str(out), "2", *spec.seeds],
+                             capture_output=True, text=True, timeout=300, check=False)
+    assert ran.returncode == 0, ran.stderr
+    seen = json.loads(ran.stdout)
+    assert seen["threads"] == 1  # so the workers were forked
+    expected = Counter(spec.reachable | spec.missing)
+    assert Counter(seen["pages"]) == expected and seen["fetched"] == len(expected)
+    assert seen["texts"] >= len(spec.reachable)
+    kinds = [kind for kind, _ in seen["events"]]
+    assert Counter(url for kind, url in seen["events"] if kind == "fetched") == expected
+    assert kinds[0] == "crawl_started" and kinds[-1] == "crawl_finished"
+    assert kinds.count("crawl_started") == kinds.count("crawl_finished") == 1
+    lines = sink_lines(out)
+    assert Counter(url for url, *_ in lines) == expected
+    assert {name for *_, name in lines} == {"sink-w0.tsv", "sink-w1.tsv"}

@@ -266,25 +266,21 @@ class WorkerPool:
         go = self._go = context.Semaphore(0)  # kept: a spawned worker may unpickle it late
         listening = self._on_event is not None or self._on_page is not None
         pages = self._on_page is not None
-        outlets: list[Connection | None] = []
-        for _ in range(self.count):
+        self._procs = []
+        for i in range(self.count):
+            writer: Connection | None = None
             if listening:
                 reader, writer = context.Pipe(duplex=False)
                 self._inbox.append(reader)
-                outlets.append(writer)
-            else:
-                outlets.append(None)
-        self._procs = [
-            context.Process(target=_worker_main, name=f"harvestman-worker-{i}",
-                            args=(worker_cfg, WorkerSlot(i, self.count), self._reports, os.getpid(), go,
-                                  self._sinks, outlets[i], self._on_event is not None, pages))
-            for i in range(self.count)
-        ]
-        for proc in self._procs:
+            proc = context.Process(target=_worker_main, name=f"harvestman-worker-{i}",
+                                   args=(worker_cfg, WorkerSlot(i, self.count), self._reports, os.getpid(),
+                                         go, self._sinks, writer, self._on_event is not None, pages))
+            self._procs.append(proc)
             proc.start()
-        for outlet in outlets:  # the workers hold them now; closed here, a worker's end reads as EOF
-            if outlet is not None:
-                outlet.close()
+            if writer is not None:
+                # The worker holds it now. Closed here before the next fork, so that only its own
+                # worker holds a pipe's sending end, and that worker's exit reads as its end.
+                writer.close()
         try:
             self._frontier = Crawler(cfg).open_frontier()  # held open: its lock keeps other crawls out
             early = self._early.append if listening else None
