@@ -236,10 +236,12 @@ class WorkerPool:
         self._go: Any = None
         self._inbox: list[Connection] = []  # the workers' pipes of events and pages, while open
         self._early: list[Event] = []  # events of the run's preparation, handed on by wait()
+        self._relayed: set[int] = set()  # exit codes of the stop signals sent to the workers
 
     def stop(self, *, abandon: bool = False) -> None:
         """Relay a stop to the workers: finish the fetches in flight, or (`abandon`) drop them."""
         sig = signal.SIGUSR1 if abandon else signal.SIGTERM
+        self._relayed.add(-sig)
         for proc in self._procs:
             if proc.pid is not None and proc.is_alive():
                 with contextlib.suppress(ProcessLookupError):
@@ -382,7 +384,10 @@ class WorkerPool:
             for i, proc in enumerate(self._procs):
                 code = proc.exitcode
                 said = any(e.startswith((f"worker {i}:", f"worker {i} ")) for e in errors)
-                if code not in (None, 0) and not said:  # said once, not at every turn
+                # A worker killed by a stop the parent relayed got it before it could handle it (a
+                # spawned worker still starting, say): it has crawled nothing, and the run was to end.
+                stopped = code in self._relayed
+                if code not in (None, 0) and not said and not stopped:  # said once, not at every turn
                     errors.append(f"worker {i} ended with {_describe_exit(code)}")
             if errors and failed_at is None:
                 failed_at = time.monotonic()
