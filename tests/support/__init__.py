@@ -1,0 +1,1 @@
+"""Helpers shared by tests: loopback sites, sinks that record what they see."""
