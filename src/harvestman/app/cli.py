@@ -28,6 +28,7 @@ from harvestman.model.errors import (
     StorageError,
 )
 from harvestman.model.records import RunVerdict
+from harvestman.store.factory import is_postgres, open_store, shown
 
 DB_HELP = "the crawl database (default DIR/crawl.db): a path, sqlite:///PATH or postgresql://USER@HOST/DB"
 
@@ -135,6 +136,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--output", type=Path, metavar="FILE",
         help="write here (default: DIR/export.FORMAT, or DIR/index.cdxj for cdxj)",
     )
+    worker = commands.add_parser(
+        "worker", help="join a crawl kept in PostgreSQL from this machine, with the crawl's own settings"
+    )
+    worker.add_argument("--db", required=True, metavar="URL", help="the crawl's database: postgresql://...")
+    worker.add_argument("--out", "-o", required=True, type=Path, metavar="DIR",
+                        help="this machine's output folder (its WARC files and logs)")
+    worker.add_argument("--workers", type=int, metavar="N", help="worker processes (default: one per core)")
+    worker.add_argument("--resolve", action="append", metavar="HOST:PORT:ADDR",
+                        help="pin a host name to an address")
+    worker.add_argument("--allow-net", action="append", metavar="CIDR",
+                        help="allow connections to this private/loopback range (repeatable)")
+    worker.add_argument("--quiet", "-q", action="store_true", default=None, help="no progress display")
+    worker.add_argument("--log-json", action="store_true", default=None,
+                        help="print every event as a JSON line")
     demo = commands.add_parser("demo", help="serve the bundled demo site on loopback and crawl it")
     demo.add_argument(
         "--out", "-o", type=Path, metavar="DIR", help="output folder (default: a new temporary one)"
@@ -234,10 +249,36 @@ def finish(cfg: CrawlConfig, stats: CrawlStats, verdict: RunVerdict) -> int:
     return verdict.exit_status
 
 
-def run_crawl(cfg: CrawlConfig) -> int:
-    """Run one crawl with a progress display and a summary; Ctrl-C stops it cleanly."""
-    check_before_creating(cfg)
-    job = CrawlJob(cfg, verdict=lambda folder: run_verdict(folder, cfg.db))
+def worker_config(args: argparse.Namespace) -> CrawlConfig:
+    """The settings of a machine joining a shared crawl: the crawl's, stored in its database, and
+    this machine's own (output folder, processes, address rules, display)."""
+    location = args.db
+    if not is_postgres(location):
+        raise ConfigError("harvestman worker joins a crawl kept in PostgreSQL (--db postgresql://...); a "
+                          "SQLite crawl database belongs to the one `harvestman crawl` that holds its lock")
+    store = open_store(location, read_only=True)
+    try:
+        stored = store.get_meta("settings")
+    finally:
+        store.close()
+    if stored is None:
+        raise ConfigError(f"no crawl in {shown(location)} yet: start one with "
+                          f"`harvestman crawl SEED... --db {shown(location)} --out DIR`")
+    local = {name: value for name in ("workers", "resolve", "allow_net", "quiet", "log_json")
+             if (value := getattr(args, name)) is not None}
+    return config_from_mapping({**json.loads(stored), **local, "out_dir": args.out, "db": location})
+
+
+def run_crawl(cfg: CrawlConfig, *, join: bool = False) -> int:
+    """Run one crawl with a progress display and a summary; Ctrl-C stops it cleanly. With `join`,
+    work on a crawl started elsewhere (its seeds are not given again)."""
+    if join:
+        out = Path(cfg.out_dir)
+        if out.exists() and not out.is_dir():
+            raise ConfigError(f"--out {out} is a file, not a folder: name a new or an existing output folder")
+    else:
+        check_before_creating(cfg)
+    job = CrawlJob(cfg, verdict=lambda folder: run_verdict(folder, cfg.db), join=join)
     on_signal = _StopOnSignal(job.stop, cfg.quiet)
     previous = {sig: signal.signal(sig, lambda _sig, _frame: on_signal())
                 for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -289,6 +330,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command in ("crawl", "download"):
             return run_crawl(config_from_args(args, follow=args.command == "crawl"))
+        if args.command == "worker":
+            return run_crawl(worker_config(args), join=True)
         if args.command == "status":
             report = crawl_report(args.dir, args.db)
             if args.json:

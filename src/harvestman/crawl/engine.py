@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import sys
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
@@ -15,7 +16,7 @@ from harvestman.crawl.robots_gate import RobotsGate
 from harvestman.crawl.sinks import SinkContext, SinkFactory, SinkPipeline
 from harvestman.fetch.fetcher import FOLLOW, Fetcher, HopVerdict
 from harvestman.fetch.transport import ACCEPT_ENCODING, CurlTransport, Transport, TransportSettings
-from harvestman.model.config import CrawlConfig
+from harvestman.model.config import CrawlConfig, crawl_settings
 from harvestman.model.errors import ConfigError, InvalidUrlError, StorageError, error_for
 from harvestman.model.events import Event, EventKind
 from harvestman.model.faults import crash_point
@@ -34,7 +35,7 @@ from harvestman.net.urls import normalize
 from harvestman.policy.outcome import Decision, decide
 from harvestman.policy.politeness import FailureStreaks, breaker_pause
 from harvestman.policy.scope import Scope, followed_links
-from harvestman.store.factory import open_store, store_location
+from harvestman.store.factory import is_postgres, open_store, store_location
 from harvestman.store.frontier import Store
 from harvestman.store.journal import RunJournal
 from harvestman.store.warc import WarcWriter, recover
@@ -319,7 +320,9 @@ class Crawler:
             raise ConfigError(
                 f"{cfg.out_dir} already holds a crawl; pass --resume to continue it, or choose another --out"
             )
-        if cfg.resume:
+        # A crawl shared by several machines (PostgreSQL) may have workers running elsewhere that
+        # hold leases: those of the run being resumed come back when they expire (lease_seconds).
+        if cfg.resume and not is_postgres(store_location(cfg.db, cfg.out_dir)):
             released = frontier.release_leases()
             if released:
                 message = f"resumed; {released} leases released"
@@ -343,6 +346,7 @@ class Crawler:
         if not seeds:
             raise ConfigError("no valid seed URL to start from")
         frontier.set_meta("seeds", "\n".join(seeds))
+        frontier.set_meta("settings", json.dumps(crawl_settings(cfg)))  # what `harvestman worker` takes
         # On resume every seed is queued again (known ones are ignored): a run killed between
         # storing its seeds and queuing them must not resume into an empty crawl.
         queue = seeds if cfg.resume else new

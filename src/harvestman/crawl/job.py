@@ -161,9 +161,11 @@ class CrawlJob:
         on_page: PageCallback | None = None,
         sinks: Sequence[SinkFactory] = (),
         verdict: Callable[[Path], RunVerdict] | None = None,
+        join: bool = False,
     ) -> None:
         self.config = config
         self.processes = worker_count(config)
+        self.join = join  # join a crawl started elsewhere (`harvestman worker`): always worker processes
         self._on_event = on_event
         self._on_page = on_page
         self._sinks = tuple(sinks)
@@ -219,9 +221,9 @@ class CrawlJob:
         listening = self._on_event is not None or bool(self._streams)
         on_event = self._dispatch if listening else None
         tune_for_crawling()
-        if self.processes > 1:
+        if self.processes > 1 or self.join:
             pool = WorkerPool(cfg, self.processes, self._stats, on_event=on_event, on_page=self._on_page,
-                              sinks=self._sinks)
+                              sinks=self._sinks, join=self.join)
             self._stop = pool.stop
             pool.start()  # here, before this job's thread exists: the workers are forked
             return pool.wait

@@ -39,6 +39,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
+from pathlib import Path
 from typing import Any
 
 from harvestman.crawl.engine import Crawler, CrawlStats, EventHandler, WorkerSlot, finished_message
@@ -48,6 +49,7 @@ from harvestman.model.errors import HarvestmanError
 from harvestman.model.events import Event, EventKind
 from harvestman.model.records import CrawledPage
 from harvestman.store.frontier import Store
+from harvestman.store.warc import recover
 
 REPORT_EVERY = 0.3  # seconds between a worker's counter reports
 REPORT_POLL = 0.05  # seconds between the parent's looks at the reports
@@ -223,9 +225,10 @@ class WorkerPool:
 
     def __init__(self, cfg: CrawlConfig, count: int, stats: CrawlStats, *,
                  on_event: EventHandler | None = None, on_page: PageCallback | None = None,
-                 sinks: Sequence[SinkFactory] = ()) -> None:
+                 sinks: Sequence[SinkFactory] = (), join: bool = False) -> None:
         self.cfg = cfg
         self.count = count
+        self.join = join  # join a crawl started elsewhere: its seeds and leases are not touched
         self.stats = stats
         self._on_event = on_event
         self._on_page = on_page
@@ -286,7 +289,10 @@ class WorkerPool:
         try:
             self._frontier = Crawler(cfg).open_frontier()  # held open: its lock keeps other crawls out
             early = self._early.append if listening else None
-            asyncio.run(Crawler(cfg, frontier=self._frontier, on_event=early).prepare())
+            if self.join:
+                recover(Path(cfg.out_dir) / "warc")  # this machine's own files, from a run killed before
+            else:
+                asyncio.run(Crawler(cfg, frontier=self._frontier, on_event=early).prepare())
             if listening:
                 seeds = (self._frontier.get_meta("seeds") or "").split("\n")
                 self._early.append(Event(EventKind.CRAWL_STARTED, time.time(), message=" ".join(seeds)))
