@@ -42,16 +42,25 @@ def _sqlite(path: Path, **kw: Any) -> Frontier:
     return SqliteFrontier(path / "crawl.db", host_of=host_of, **kw)
 
 
-# A PostgreSQL backend adds itself here; every test below then runs against it too.
-BACKENDS: dict[str, Callable[..., Frontier]] = {"sqlite": _sqlite}
+def _postgres(request: pytest.FixtureRequest, **kw: Any) -> Frontier:
+    from harvestman.store.postgres import PostgresFrontier
+
+    return PostgresFrontier(request.getfixturevalue("postgres_url"), host_of=host_of, **kw)
+
+
+# Every test below that takes `make` runs against each backend.
+BACKENDS: dict[str, Callable[..., Frontier]] = {
+    "sqlite": lambda request, **kw: _sqlite(request.getfixturevalue("tmp_path"), **kw),
+    "postgres": _postgres,
+}
 
 
 @pytest.fixture(params=sorted(BACKENDS))
-def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Maker]:
+def make(request: pytest.FixtureRequest) -> Iterator[Maker]:
     opened: list[Frontier] = []
 
     def factory(**kw: Any) -> Frontier:
-        frontier = BACKENDS[request.param](tmp_path, **kw)
+        frontier = BACKENDS[request.param](request, **kw)
         opened.append(frontier)
         return frontier
 

@@ -1,0 +1,1 @@
+"""Helpers the tests (and benchmarks) share: real servers started in temporary folders."""
