@@ -3,7 +3,7 @@
     python bench/frontier_add.py [--total 10000000] [--hosts 10000] [--batch 1000] [--known-share 0.9]
                                  [--spread] [--dir /tmp] [--pragma NAME=VALUE ...]
 
-Opens a SqliteFrontier on a new file in a temporary directory under `--dir`, adds the home page of
+Opens a SqliteStore on a new file in a temporary directory under `--dir`, adds the home page of
 each of `--hosts` hosts, then calls add() with batches of `--batch` discovered outlinks until the
 frontier knows `--total` URLs. A batch is the outlinks of pages of 25 links each, as complete()
 passes them on: each page is a known URL of a random host; `--known-share` of its links are URLs
@@ -40,7 +40,7 @@ from array import array
 from pathlib import Path
 
 from harvestman.model.records import NewUrl
-from harvestman.store.sqlite_frontier import SqliteFrontier
+from harvestman.store.sqlite_store import SqliteStore
 
 LINKS_PER_PAGE = 25
 INTERNAL = 0.8  # share of a page's links on its own host
@@ -141,7 +141,7 @@ def main() -> None:
           f"{' (spread)' if args.spread else ''}; RSS before opening {proc_mb('VmRSS'):.0f} MB")
     with tempfile.TemporaryDirectory(prefix="harvestman-frontier-bench-", dir=args.dir) as tmp:
         path = Path(tmp) / "crawl.db"
-        with SqliteFrontier(path, host_of=lambda url: url.split("/")[2]) as frontier:
+        with SqliteStore(path, host_of=lambda url: url.split("/")[2]) as frontier:
             for pragma in args.pragma:
                 frontier._db.execute(f"PRAGMA {pragma}")
             homes = [NewUrl(web.url(h, 0), web.prefix[h][7:-1], 0, 1.0) for h in range(args.hosts)]

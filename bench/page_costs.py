@@ -13,8 +13,8 @@ a temporary directory), timed with the process's CPU clock, in the engine's orde
   normalize  followed_links over each page's links, as the engine calls it: normalization and the
              scope check, each link's answer remembered
   decide     the URL's outcome, with the content signature (a blake2b of the body)
-  add        SqliteFrontier.add() of all the page's outlinks: the seen check, most already known
-  complete   SqliteFrontier.complete() of the page's outcome and its new URLs, one transaction
+  add        SqliteStore.add() of all the page's outlinks: the seen check, most already known
+  complete   SqliteStore.complete() of the page's outcome and its new URLs, one transaction
   warc       WarcWriter.write: request, response and metadata records, gzip, appended to a file
 
 parse and normalize remember answers (resolved links, followed links), so they get three figures:
@@ -81,7 +81,7 @@ from harvestman.net.addrguard import AddressGuard
 from harvestman.net.urls import host_of
 from harvestman.policy.outcome import decide
 from harvestman.policy.scope import Scope, followed_links
-from harvestman.store.sqlite_frontier import SqliteFrontier
+from harvestman.store.sqlite_store import SqliteStore
 from harvestman.store.warc import _GZIP_WBITS, COMPRESS_LEVEL, WarcWriter
 from tests.nginx import NginxServer, find_nginx, free_port
 
@@ -194,7 +194,7 @@ def filler_database(path: Path, count: int, hosts: int = 1000) -> None:
         host = f"filler-{i % hosts}.example"
         return NewUrl(f"http://{host}/news/{i}/story", host)
 
-    with SqliteFrontier(path, host_of=host_of) as frontier:
+    with SqliteStore(path, host_of=host_of) as frontier:
         for start in range(0, count, 1000):
             frontier.add([filler(i) for i in range(start, min(count, start + 1000))])
 
@@ -206,14 +206,14 @@ def frontier_costs(base: Path, folder: Path, pages: Sequence[Page], results: dic
     Each runs on its own copy of `base`, every page in crawl order, so every URL is inserted once.
     """
 
-    def frontier(name: str) -> SqliteFrontier:
+    def frontier(name: str) -> SqliteStore:
         shutil.copyfile(base, folder / f"{name}.db")
-        return SqliteFrontier(folder / f"{name}.db", host_of=host_of)
+        return SqliteStore(folder / f"{name}.db", host_of=host_of)
 
     def new_urls(page: Page) -> list[NewUrl]:
         return [NewUrl(url, host, 1, 0.0, page.url) for url, host in page.outlinks]
 
-    def found(db: SqliteFrontier, batch: Sequence[Page]) -> None:
+    def found(db: SqliteStore, batch: Sequence[Page]) -> None:
         # A page was found (and so stored) before it was fetched.
         db.add([NewUrl(p.url, p.leased.host, 1, 0.0) for p in batch])
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from warcio.archiveiterator import ArchiveIterator
 
 from harvestman.model.records import UrlRecord, UrlState
-from harvestman.store.sqlite_frontier import SqliteFrontier
+from harvestman.store.sqlite_store import SqliteStore
 from tests.proctree import TreePeak
 
 MiB = 1024 * 1024
@@ -126,7 +126,7 @@ def run_cli_measured(*args: str, timeout: float = 120, prefix: Sequence[str] = (
 
 def consistent_records(out: Path) -> dict[str, UrlRecord]:
     """The crawl database's records by URL, after checking it is sound and that every URL was decided."""
-    with SqliteFrontier.open_read_only(out / "crawl.db") as frontier:
+    with SqliteStore.open_read_only(out / "crawl.db") as frontier:
         assert frontier.integrity_check() == "ok"
         assert frontier.in_flight() == 0  # no lease left behind
         records = {r.url: r for r in frontier.records()}

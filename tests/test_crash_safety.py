@@ -29,7 +29,7 @@ from harvestman.model import faults
 from harvestman.model.config import CrawlConfig
 from harvestman.model.faults import ENV_VAR, parse
 from harvestman.model.records import FetchOutcome, NewUrl, UrlState
-from harvestman.store.sqlite_frontier import SqliteFrontier
+from harvestman.store.sqlite_store import SqliteStore
 from harvestman.store.warc import OPEN_SUFFIX, complete_length
 from tests.crawlcheck import harvestman_cmd, read_all_warcs, run_cli
 from tests.nginx import LogEntry, NginxServer, free_port, require_nginx
@@ -337,7 +337,7 @@ def _host_of(url: str) -> str:
 
 def _lease_then_die(db_path: str, report: str, lease_seconds: float) -> None:
     """Lease one URL of each host, write them down, and die without reporting back."""
-    frontier = SqliteFrontier(Path(db_path), per_host=1, lease_seconds=lease_seconds, host_of=_host_of)
+    frontier = SqliteStore(Path(db_path), per_host=1, lease_seconds=lease_seconds, host_of=_host_of)
     leased = frontier.lease(100, time.time())
     Path(report).write_text("\n".join(x.url for x in leased), encoding="utf-8")
     os.kill(os.getpid(), signal.SIGKILL)
@@ -346,7 +346,7 @@ def _lease_then_die(db_path: str, report: str, lease_seconds: float) -> None:
 def _dead_worker_leases(tmp_path: Path, lease_seconds: float) -> tuple[Path, set[str], float]:
     """A crawl database of three hosts with two URLs each, one per host leased by a process killed since."""
     db_path = tmp_path / "crawl.db"
-    with SqliteFrontier(db_path, host_of=_host_of) as frontier:
+    with SqliteStore(db_path, host_of=_host_of) as frontier:
         frontier.add([NewUrl(f"http://h{h}.test/{i}", f"h{h}.test", 0, 0.0)
                       for h in range(3) for i in range(2)])
     report = tmp_path / "leased.txt"
@@ -365,7 +365,7 @@ def test_leases_of_a_dead_process_expire_and_are_handed_out_again(tmp_path: Path
     lease_seconds = 1.0
     db_path, dead, leased_at = _dead_worker_leases(tmp_path, lease_seconds)
     # The dead holder's lock went with it; its leases stay in the database until they expire.
-    with SqliteFrontier(db_path, per_host=1, lease_seconds=lease_seconds, host_of=_host_of) as frontier:
+    with SqliteStore(db_path, per_host=1, lease_seconds=lease_seconds, host_of=_host_of) as frontier:
         assert frontier.in_flight() == len(dead)
         assert frontier.lease(100, time.time()) == []  # every host is busy with a dead lease
         ready = frontier.next_ready_time()
@@ -385,14 +385,14 @@ def test_leases_of_a_dead_crawler_come_back_within_minutes_by_default(tmp_path: 
     default = CrawlConfig.__dataclass_fields__["lease_seconds"].default
     assert isinstance(default, float) and default <= 600
     db_path, dead, leased_at = _dead_worker_leases(tmp_path, default)
-    with SqliteFrontier(db_path, per_host=1, lease_seconds=default, host_of=_host_of) as frontier:
+    with SqliteStore(db_path, per_host=1, lease_seconds=default, host_of=_host_of) as frontier:
         assert frontier.lease(100, leased_at + default - 5) == []
         assert {x.url for x in frontier.lease(100, leased_at + default + 5)} == dead
 
 
 def test_resume_hands_back_the_leases_of_the_dead_crawler_at_once(tmp_path: Path) -> None:
     db_path, dead, _ = _dead_worker_leases(tmp_path, 300.0)
-    with SqliteFrontier(db_path, per_host=1, host_of=_host_of) as frontier:
+    with SqliteStore(db_path, per_host=1, host_of=_host_of) as frontier:
         assert frontier.release_leases() == len(dead)  # what `--resume` does first
         assert {x.url for x in frontier.lease(100, time.time())} == dead
 
@@ -425,10 +425,10 @@ def test_resume_after_a_kill_between_storing_the_seeds_and_adding_them(tmp_path:
     out = tmp_path / "out"
     out.mkdir()
     # What a kill between those two commits leaves: the seeds stored, none of them in the frontier.
-    with SqliteFrontier(out / "crawl.db", host_of=_host_of) as frontier:
+    with SqliteStore(out / "crawl.db", host_of=_host_of) as frontier:
         frontier.set_meta("seeds", spec.seeds[0])
     with NginxServer(tmp_path / "site", HOSTS[:1], port):
         done = run_cli("crawl", "--out", str(out), "--resume", "--allow-net", "127.1.0.0/16", "--quiet")
     assert done.returncode == 0, done.stderr
-    with SqliteFrontier.open_read_only(out / "crawl.db") as frontier:
+    with SqliteStore.open_read_only(out / "crawl.db") as frontier:
         assert frontier.counts()[UrlState.FETCHED] == len(spec.reachable)

@@ -14,7 +14,7 @@ from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import ConnectFetchError
 from harvestman.model.events import Event, EventKind
 from harvestman.model.records import HttpRequest, HttpResponse, UrlState
-from harvestman.store.sqlite_frontier import SqliteFrontier
+from harvestman.store.sqlite_store import SqliteStore
 
 SITE = "http://a.test"
 
@@ -256,7 +256,7 @@ def test_a_host_stops_at_its_page_budget_and_the_rest_is_recorded(tmp_path: Path
     table = routes(index=html("/private/a", "/day0"), **trap)  # a refused URL uses no budget
     transport, _, _ = crawl(tmp_path, table, max_pages_per_host=6)
     assert len([p for p in fetched_paths(transport) if p != "/robots.txt"]) == 6
-    with SqliteFrontier.open_read_only(tmp_path / "out" / "crawl.db") as frontier:
+    with SqliteStore.open_read_only(tmp_path / "out" / "crawl.db") as frontier:
         over = [r for r in frontier.records() if r.error_class == "host_budget"]
         assert over and all(r.state == UrlState.GONE for r in over)
         assert "budget of 6 pages" in over[0].error_message

@@ -27,7 +27,7 @@ from harvestman.fetch.transport import CurlTransport, TransportSettings
 from harvestman.model.config import CrawlConfig
 from harvestman.model.events import Event, EventKind
 from harvestman.model.records import UrlRecord, UrlState
-from harvestman.store.sqlite_frontier import SqliteFrontier
+from harvestman.store.sqlite_store import SqliteStore
 from tests.crawlcheck import RSS_LIMIT, run_cli
 from tests.hostile import peak_rss
 from tests.httpserver import RawServer, RouteHandler, RouteServer, RouteValue, raw_response, read_request
@@ -140,7 +140,7 @@ def crawl(tmp_path: Path, seeds: list[str], **changes: Any) -> tuple[list[Event]
 
 
 def records(out: Path) -> dict[str, UrlRecord]:
-    frontier = SqliteFrontier.open_read_only(out / "crawl.db")
+    frontier = SqliteStore.open_read_only(out / "crawl.db")
     try:
         return {r.url: r for r in frontier.records()}
     finally:

@@ -18,7 +18,7 @@ from harvestman.app.progress import SUMMARY_HOSTS, print_summary
 from harvestman.app.report import export_records
 from harvestman.model.config import CrawlConfig, config_from_mapping, load_toml
 from harvestman.model.records import FetchOutcome, NewUrl, UrlState
-from harvestman.store.sqlite_frontier import SqliteFrontier
+from harvestman.store.sqlite_store import SqliteStore
 from tests.crawlcheck import run_cli
 from tests.httpserver import RouteServer
 
@@ -119,7 +119,7 @@ def test_export_gives_null_for_what_never_happened(tmp_path: Path) -> None:
     pq = pytest.importorskip("pyarrow.parquet")
     folder = tmp_path / "crawl"
     folder.mkdir()
-    with SqliteFrontier(folder / "crawl.db", host_of=lambda u: "a.test") as frontier:
+    with SqliteStore(folder / "crawl.db", host_of=lambda u: "a.test") as frontier:
         frontier.add([NewUrl("http://a.test/", "a.test"), NewUrl("http://a.test/never", "a.test")])
         frontier.lease(1, 1_000.0)
         frontier.complete([FetchOutcome("http://a.test/", UrlState.FETCHED, 1_000.5, http_status=200,

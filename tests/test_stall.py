@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from harvestman.model.records import UrlState
-from harvestman.store.sqlite_frontier import SqliteFrontier
+from harvestman.store.sqlite_store import SqliteStore
 from tests import hostile
 from tests.crawlcheck import consistent_records, run_cli
 from tests.hostile import HostileServer
@@ -96,7 +96,7 @@ def test_max_wait_ends_a_crawl_whose_urls_all_wait_and_resume_takes_them_up(
         events = [json.loads(line) for line in first.stdout.splitlines() if line.startswith("{")]
         finished = [e for e in events if e.get("kind") == "crawl_finished"]
         assert finished and all("1 URL waits" in e["message"] for e in finished), finished
-        with SqliteFrontier.open_read_only(out / "crawl.db") as frontier:
+        with SqliteStore.open_read_only(out / "crawl.db") as frontier:
             record = frontier.get(seed)
         assert record is not None and record.state == UrlState.UNFETCHED and record.http_status == 503
 

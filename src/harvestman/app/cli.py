@@ -29,6 +29,8 @@ from harvestman.model.errors import (
     StorageError,
 )
 
+DB_HELP = "the crawl database (default DIR/crawl.db): a path, sqlite:///PATH or postgresql://USER@HOST/DB"
+
 
 def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
     parser.add_argument("urls", nargs="*", metavar="URL", help="seed URLs" if follow else "URLs to fetch")
@@ -42,6 +44,7 @@ def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
     )
     parser.add_argument("--out", "-o", required=True, type=Path, metavar="DIR", help="output folder")
     parser.add_argument("--config", type=Path, metavar="TOML", help="read settings from a TOML file")
+    parser.add_argument("--db", metavar="URL", help=DB_HELP)
     if follow:
         parser.add_argument("--max-pages", type=int, help="stop after N pages (default: no limit)")
         parser.add_argument(
@@ -117,11 +120,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     status = commands.add_parser("status", help="summarise a crawl folder: URLs by state, hosts, errors")
     status.add_argument("dir", type=Path, metavar="DIR")
+    status.add_argument("--db", metavar="URL", default="", help=DB_HELP)
     status.add_argument("--json", action="store_true", help="print JSON, every host included")
     export = commands.add_parser(
         "export", help="one record per URL with its state and metadata, or a CDXJ index of the WARC files"
     )
     export.add_argument("dir", type=Path, metavar="DIR")
+    export.add_argument("--db", metavar="URL", default="", help=DB_HELP)
     export.add_argument(
         "--format", choices=EXPORT_FORMATS, default="jsonl",
         help="jsonl or parquet: one record per URL; cdxj: an index of DIR/warc for replay tools (pywb)",
@@ -211,7 +216,7 @@ def check_before_creating(cfg: CrawlConfig) -> None:
         return
     if not cfg.resume:
         raise ConfigError("no valid seed URL to start from")
-    if not (out / "crawl.db").is_file():
+    if not cfg.db and not (out / "crawl.db").is_file():
         raise ConfigError(f"nothing to resume: {out} holds no crawl (no crawl.db there); name seed URLs "
                           "to start one")
 
@@ -220,11 +225,11 @@ def finish(cfg: CrawlConfig, stats: CrawlStats) -> int:
     """After a run: the summary, then (on stderr) what waits beyond --max-wait and why nothing was
     fetched, if so; the exit status."""
     if not cfg.quiet and not cfg.log_json:
-        print_summary(crawl_report(cfg.out_dir))
+        print_summary(crawl_report(cfg.out_dir, cfg.db))
     if stats.deferred:
         print(f"harvestman: {deferred_note(stats.deferred, stats.deferred_until, cfg.max_wait)}",
               file=sys.stderr)
-    verdict = run_verdict(cfg.out_dir)
+    verdict = run_verdict(cfg.out_dir, cfg.db)
     for line in verdict.lines:
         print(f"harvestman: {line}", file=sys.stderr)
     return verdict.exit_status
@@ -304,14 +309,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in ("crawl", "download"):
             return run_crawl(config_from_args(args, follow=args.command == "crawl"))
         if args.command == "status":
-            report = crawl_report(args.dir)
+            report = crawl_report(args.dir, args.db)
             if args.json:
                 print(json.dumps(report, indent=2, sort_keys=True))
             else:
                 print_summary(report)
             return EXIT_OK
         if args.command == "export":
-            written = export_records(args.dir, args.format, args.output)
+            written = export_records(args.dir, args.format, args.output, args.db)
             what = "index lines" if args.format == "cdxj" else "records"
             print(f"{written.count} {what} written to {written.path}")
             return EXIT_OK

@@ -12,7 +12,8 @@ from typing import Any
 
 from harvestman.model.errors import ConfigError, StorageError
 from harvestman.model.records import UrlRecord, UrlState
-from harvestman.store.sqlite_frontier import SqliteFrontier
+from harvestman.store.factory import DEFAULT_DB_NAME, open_store, store_location
+from harvestman.store.frontier import CrawlDb
 
 EXPORT_BATCH = 10_000
 EXPORT_FORMATS = ("jsonl", "parquet", "cdxj")
@@ -27,12 +28,12 @@ class Exported:
     count: int
 
 
-def open_crawl(folder: Path) -> SqliteFrontier:
-    """Open a crawl folder's database for reading, with a clear error when there is none."""
-    db = Path(folder) / "crawl.db"
-    if not db.is_file():
-        raise ConfigError(f"{folder} holds no crawl (no crawl.db there)")
-    return SqliteFrontier.open_read_only(db)
+def open_crawl(folder: Path, db: str = "") -> CrawlDb:
+    """Open a crawl's database (`db`, or the folder's crawl.db) for reading, with a clear error
+    when there is none."""
+    if not db and not (Path(folder) / DEFAULT_DB_NAME).is_file():
+        raise ConfigError(f"{folder} holds no crawl (no {DEFAULT_DB_NAME} there)")
+    return open_store(store_location(db, folder), read_only=True)
 
 
 def utc_time(ts: float) -> datetime | None:
@@ -54,9 +55,9 @@ def _state_names(counts: dict[UrlState, int]) -> dict[str, int]:
     return {state.name.lower(): counts.get(state, 0) for state in UrlState}
 
 
-def crawl_report(folder: Path) -> dict[str, Any]:
+def crawl_report(folder: Path, db: str = "") -> dict[str, Any]:
     """URLs by state, responses, errors by class, bytes, time span, and the same per host."""
-    frontier = open_crawl(folder)
+    frontier = open_crawl(folder, db)
     try:
         counts = frontier.counts()
         totals = frontier.totals()
@@ -105,16 +106,16 @@ def _json_default(value: object) -> str:
     raise TypeError(f"cannot export {type(value).__name__}")
 
 
-def export_records(folder: Path, fmt: str, output: Path | None = None) -> Exported:
+def export_records(folder: Path, fmt: str, output: Path | None = None, db: str = "") -> Exported:
     """Write one record per URL as JSON lines or Parquet, or a CDXJ index of the WARC files."""
     if fmt not in EXPORT_FORMATS:
         raise ConfigError(f"unknown export format {fmt!r}: use {', '.join(EXPORT_FORMATS)}")
     if fmt == "cdxj":
-        open_crawl(folder).close()  # the same clear error for a folder that holds no crawl
+        open_crawl(folder, db).close()  # the same clear error for a folder that holds no crawl
         path = output or Path(folder) / "index.cdxj"
         return Exported(path, write_cdxj(Path(folder) / "warc", path))
     path = output or Path(folder) / f"export.{fmt}"
-    frontier = open_crawl(folder)
+    frontier = open_crawl(folder, db)
     try:
         if fmt == "parquet":
             return Exported(path, _write_parquet(frontier, path))
@@ -128,7 +129,7 @@ def export_records(folder: Path, fmt: str, output: Path | None = None) -> Export
         frontier.close()
 
 
-def _write_parquet(frontier: SqliteFrontier, path: Path) -> int:
+def _write_parquet(frontier: CrawlDb, path: Path) -> int:
     import pyarrow as pa  # imported here: it is heavy, and only this export needs it
     import pyarrow.parquet as pq
 

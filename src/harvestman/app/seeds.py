@@ -14,7 +14,7 @@ from harvestman.model.errors import EXIT_OK, InvalidUrlError, exit_status_of, fa
 from harvestman.model.records import UrlRecord, UrlState
 from harvestman.net.addrguard import parse_ip
 from harvestman.net.urls import normalize
-from harvestman.store.frontier import Frontier
+from harvestman.store.frontier import CrawlDb
 
 MAX_NAMED = 10  # seeds named one line each; the rest are counted in one more line
 _SUCCESS = (UrlState.FETCHED, UrlState.NOT_MODIFIED)
@@ -58,10 +58,10 @@ def check_seeds(seeds: Iterable[str], *, max_length: int) -> SeedCheck:
     return SeedCheck(valid, tuple(_capped(notes, "notes")))
 
 
-def run_verdict(folder: Path) -> RunVerdict:
+def run_verdict(folder: Path, db: str = "") -> RunVerdict:
     """Exit status 0 when the run fetched a page (or stopped before its seeds were decided); else
     the status for its seeds' failures, with one line per seed saying why, and a hint."""
-    frontier = open_crawl(folder)
+    frontier = open_crawl(folder, db)
     try:
         counts = frontier.counts()
         if any(counts[state] for state in _SUCCESS):
@@ -85,7 +85,7 @@ def run_verdict(folder: Path) -> RunVerdict:
     return RunVerdict(status, tuple(lines))
 
 
-def _where_it_ended(record: UrlRecord, frontier: Frontier) -> UrlRecord:
+def _where_it_ended(record: UrlRecord, frontier: CrawlDb) -> UrlRecord:
     """A seed's own record, or, when it redirected without an error, the record of its target."""
     if record.state in _REDIRECTS and not record.error_class and record.final_url:
         return frontier.get(record.final_url) or record

@@ -33,9 +33,9 @@ from harvestman.net.urls import normalize
 from harvestman.policy.outcome import Decision, decide
 from harvestman.policy.politeness import FailureStreaks, breaker_pause
 from harvestman.policy.scope import Scope, followed_links
-from harvestman.store.frontier import Frontier
+from harvestman.store.factory import open_store, store_location
+from harvestman.store.frontier import Store
 from harvestman.store.journal import RunJournal
-from harvestman.store.sqlite_frontier import SqliteFrontier
 from harvestman.store.warc import WarcWriter, recover
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -90,7 +90,7 @@ EventHandler = Callable[[Event], None]
 class _Run:
     """The collaborators of one run, built by `Crawler.run` and shared by its fetch tasks."""
 
-    frontier: Frontier
+    frontier: Store
     journal: RunJournal
     warc: WarcWriter
     fetcher: Fetcher
@@ -125,7 +125,7 @@ class Crawler:
         config: CrawlConfig,
         *,
         transport: Transport | None = None,
-        frontier: Frontier | None = None,
+        frontier: Store | None = None,
         on_event: EventHandler | None = None,
         worker: WorkerSlot | None = None,
     ) -> None:
@@ -268,17 +268,17 @@ class Crawler:
             raise StorageError(f"cannot use {out} as the output folder: {exc.strerror}") from None
         return out
 
-    def open_frontier(self) -> SqliteFrontier:
-        """The crawl database in the output folder (this worker's share of it, for a worker)."""
+    def open_frontier(self) -> Store:
+        """The crawl's store (`--db`, or crawl.db in the output folder), as this process uses it."""
         cfg = self.config
         self._make_output_folder()
-        return SqliteFrontier(
-            Path(cfg.out_dir) / "crawl.db",
+        return open_store(
+            store_location(cfg.db, cfg.out_dir),
             per_host=cfg.per_host,
             delay=cfg.delay,
             lease_seconds=cfg.lease_seconds,
             host_of=self._keys.key,
-            shard=(self.worker.index, self.worker.count) if self.worker else (0, 1),
+            worker=(self.worker.index, self.worker.count) if self.worker else (0, 1),
         )
 
     async def prepare(self) -> None:
@@ -295,7 +295,7 @@ class Crawler:
         finally:
             journal.close()
 
-    async def _prepare(self, frontier: Frontier, journal: RunJournal) -> list[str]:
+    async def _prepare(self, frontier: Store, journal: RunJournal) -> list[str]:
         """Record the run's seeds, or take them back from the database when resuming."""
         cfg = self.config
         stored = frontier.get_meta("seeds")
@@ -331,7 +331,7 @@ class Crawler:
         # storing its seeds and queuing them must not resume into an empty crawl.
         queue = seeds if cfg.resume else new
         await self._keys.prepare(queue)
-        frontier.add([NewUrl(url, self._keys.key(url), 0, 1.0) for url in queue])
+        frontier.add([NewUrl(url, self._keys.key(url), 0, 1.0, priority=0.0) for url in queue])
         counts = frontier.counts()
         self._done_total = sum(n for state, n in counts.items() if state != UrlState.UNFETCHED)
         return seeds
@@ -355,7 +355,7 @@ class Crawler:
                 return
             if time.monotonic() - sampled_at > QUEUE_SAMPLE_EVERY:
                 sampled_at = time.monotonic()
-                self.stats.queued = frontier.counts().get(UrlState.UNFETCHED, 0)
+                self.stats.queued = frontier.pending()
             budget = 0 if self._stopping else cfg.concurrency - len(tasks)
             if cfg.max_pages:
                 budget = min(budget, cfg.max_pages - self._done_total - len(tasks))
@@ -376,7 +376,7 @@ class Crawler:
                 if ready is None:
                     # A worker's share is empty, but another worker may still add to it: the
                     # crawl is over when no URL anywhere waits or is being fetched.
-                    if self.worker is None or not frontier.counts()[UrlState.UNFETCHED]:
+                    if self.worker is None or not frontier.pending():
                         return
                     if self._all_deferred(frontier, now):  # what others have left waits too long
                         return
@@ -391,7 +391,7 @@ class Crawler:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), timeout=wait)
 
-    def _all_deferred(self, frontier: Frontier, now: float) -> bool:
+    def _all_deferred(self, frontier: Store, now: float) -> bool:
         """Whether all the crawl has left waits beyond --max-wait (then noted in the stats).
 
         Called with nothing in flight here. A worker ends only when that holds for the whole crawl
@@ -403,12 +403,12 @@ class Crawler:
         ready = frontier.next_ready_time(everywhere=True)
         if ready is None or ready - now <= self.config.max_wait:
             return False
-        self.stats.deferred = frontier.counts()[UrlState.UNFETCHED]
+        self.stats.deferred = frontier.pending()
         self.stats.deferred_until = ready
         return True
 
     def _flush(
-        self, frontier: Frontier, journal: RunJournal, now: float, *, lease: int = 0
+        self, frontier: Store, journal: RunJournal, now: float, *, lease: int = 0
     ) -> list[LeasedUrl]:
         """Commit finished fetches with their outlinks and lease up to `lease` URLs, in one
         transaction (a transaction each cost more than the work in it); then their log lines."""
@@ -475,7 +475,7 @@ class Crawler:
             await self._keys.prepare(fresh)
             depth = leased.depth + 1
             key = self._keys.key
-            new_urls = [NewUrl(url, key(url, hosts[url]), depth, 0.0, leased.url) for url in fresh]
+            new_urls = [NewUrl(url, key(url, hosts[url]), depth, 0.0, leased.url, depth) for url in fresh]
             if result.status:
                 run.warc.write(result, self._request_headers(headers), links, decision.outcome.signature)
             self._pending.append((decision.outcome, new_urls))
@@ -633,7 +633,7 @@ class Crawler:
             *extra,
         )
 
-    def _pause(self, frontier: Frontier, host: str, until: float, reason: str) -> None:
+    def _pause(self, frontier: Store, host: str, until: float, reason: str) -> None:
         frontier.pause_host(host, until, reason)
         message = f"{reason}; until {until:.0f}"
         self._emit(Event(EventKind.HOST_PAUSED, time.time(), host=host, message=message))

@@ -1,7 +1,7 @@
 """Run one crawl in several worker processes (one per core by default) sharing its crawl database.
 
 The parent forks the workers, holds the database's lock and prepares the run (seeds, resume, WARC
-recovery), then lets them go; each worker crawls its share of the hosts (see SqliteFrontier) with its
+recovery), then lets them go; each worker crawls its share of the hosts (see SqliteStore) with its
 own connection pool, parser and WARC file. Python parses and compresses on one core per process, so
 this is how a crawl uses every core. The result (pages and states) is the one a single process
 reaches: the seen check and every state change are the database's, and a host is only ever fetched
@@ -28,6 +28,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from multiprocessing.process import BaseProcess
 from typing import Any
@@ -35,8 +36,7 @@ from typing import Any
 from harvestman.crawl.engine import Crawler, CrawlStats, WorkerSlot
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import HarvestmanError
-from harvestman.model.records import UrlState
-from harvestman.store.sqlite_frontier import SqliteFrontier
+from harvestman.store.frontier import Store
 
 REPORT_EVERY = 0.3  # seconds between a worker's counter reports
 REPORT_POLL = 0.05  # seconds between the parent's looks at the reports
@@ -160,7 +160,7 @@ class WorkerPool:
         self.stats = stats
         self._procs: list[BaseProcess] = []
         self._reports: Any = None
-        self._frontier: SqliteFrontier | None = None
+        self._frontier: Store | None = None
         self._go: Any = None
 
     def stop(self, *, abandon: bool = False) -> None:
@@ -214,11 +214,11 @@ class WorkerPool:
         """Wait for the workers, summing their counters; raise if one failed or died."""
         assert self._frontier is not None, "start() first"
         try:
-            self._wait(self._reports, self._frontier.counts)
+            self._wait(self._reports, self._frontier.pending)
         finally:
             self._frontier.close()
 
-    def _wait(self, reports: Any, counts: Any) -> None:
+    def _wait(self, reports: Any, pending: Callable[[], int]) -> None:
         cfg = self.cfg
         latest: dict[int, WorkerReport] = {}
         errors: list[str] = []
@@ -247,7 +247,7 @@ class WorkerPool:
                     proc.kill()
             if time.monotonic() - sampled > 0.25:
                 sampled = time.monotonic()
-                self._sum(latest.values(), counts()[UrlState.UNFETCHED])
+                self._sum(latest.values(), pending())
         for proc in self._procs:
             proc.join()
         self._sum(latest.values(), 0)

@@ -80,6 +80,7 @@ class CrawlConfig:
     max_outlinks: int = 1000  # per page
     warc_max_bytes: int = 1024 * 1024 * 1024
     lease_seconds: float = 300.0
+    db: str = ""  # the crawl database: '' for OUT_DIR/crawl.db, a path, sqlite:///PATH or postgresql://...
     quiet: bool = False
     log_json: bool = False
     extra_headers: tuple[tuple[str, str], ...] = field(default=())

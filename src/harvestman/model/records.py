@@ -188,6 +188,25 @@ class NewUrl:
     depth: int = 0
     score: float = 0.0
     parent: str = ""  # the URL it was found on
+    priority: float = 0.0  # lease order within its host, lowest first (see policy/ordering.py)
+
+
+@dataclass(frozen=True, slots=True)
+class PageLinks:
+    """The http(s) links of one fetched page, as stored in the link graph (all hosts, capped)."""
+
+    url: str  # the page, as leased
+    links: tuple[Link, ...]
+
+
+class LinkEdge(NamedTuple):
+    """One edge of the link graph, as read back from the crawl database."""
+
+    from_url: str
+    to_url: str
+    anchor: str
+    kind: LinkKind
+    nofollow: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +229,8 @@ class FetchOutcome:
     url: str
     state: UrlState  # UNFETCHED means: retry later (at `next_fetch_time`)
     fetch_time: float
+    # When to fetch the URL again: a retry's time (UNFETCHED), or a fetch schedule's re-visit time
+    # for any other state; 0 means never (another state is then final).
     next_fetch_time: float = 0.0
     http_status: int = 0
     error_class: str = ""

@@ -1,8 +1,13 @@
-"""The crawl database and frontier as one backend-neutral protocol (SQLite now, PostgreSQL later)."""
+"""The store seam: the fetch hot path (`Frontier`) and the database of record (`CrawlDb`).
+
+One backend implements both on one database (SQLite by default, PostgreSQL for many machines);
+`store.factory.open_store` picks it from a location. Modules that only fetch take a `Frontier`,
+reports and batch jobs a `CrawlDb`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Protocol, runtime_checkable
 
 from harvestman.model.records import (
@@ -10,20 +15,25 @@ from harvestman.model.records import (
     FetchOutcome,
     HostTotals,
     LeasedUrl,
+    LinkEdge,
     NewUrl,
+    PageLinks,
     UrlRecord,
     UrlState,
 )
 
-HostStats = tuple[str, int, int, int]  # host, pending (unfetched), fetched, errors
+HostStats = tuple[str, int, int, int]  # host, pending (queued), fetched, errors
 
 
 @runtime_checkable
 class Frontier(Protocol):
-    """Every known URL with its state, grouped into per-host queues that carry the politeness clock.
+    """The URLs queued for a fetch, in per-host queues that carry the politeness clocks.
 
-    Times (`now`, `until`, `next_fetch_time`) are wall-clock seconds (time.time()) supplied by the
-    caller, so that policy stays testable and several processes can share one database.
+    A URL is queued while it is UNFETCHED, or in any other state once its `next_fetch_time` (set by
+    a fetch schedule) is above 0; it is leased when that time has come, lowest `priority` first
+    within its host, then in insertion order. Times (`now`, `until`, `next_fetch_time`) are
+    wall-clock seconds (time.time()) supplied by the caller, so that policy stays testable and
+    several processes, on several machines, can share one database.
     """
 
     def add(self, urls: Sequence[NewUrl]) -> int:
@@ -35,9 +45,10 @@ class Frontier(Protocol):
         ...
 
     def complete(self, outcomes: Sequence[FetchOutcome], now: float, new_urls: Sequence[NewUrl] = (), *,
-                 lease: int = 0) -> list[LeasedUrl]:
-        """Record fetch outcomes, free their leases, add discovered URLs and lease up to `lease` URLs
-        (as `lease()` would, returned), all in one transaction."""
+                 links: Sequence[PageLinks] = (), lease: int = 0) -> list[LeasedUrl]:
+        """Record fetch outcomes, free their leases, add discovered URLs, replace the stored links of
+        the pages in `links`, and lease up to `lease` URLs (as `lease()` would, returned), all in
+        one transaction."""
         ...
 
     def set_host_delay(self, host: str, delay: float) -> None:
@@ -61,12 +72,12 @@ class Frontier(Protocol):
         """Hand back every lease (a crawl resumed by its only process); returns how many there were."""
         ...
 
-    def counts(self) -> dict[UrlState, int]:
-        """Number of URLs in each state (every state present, zero included)."""
+    def pending(self) -> int:
+        """Number of queued URLs, due or not, leased or not: the work the crawl has left."""
         ...
 
     def due_count(self, now: float) -> int:
-        """Number of unfetched URLs that are due and not leased."""
+        """Number of queued URLs that are due and not leased."""
         ...
 
     def in_flight(self) -> int:
@@ -74,18 +85,49 @@ class Frontier(Protocol):
         ...
 
     def next_ready_time(self, *, everywhere: bool = False) -> float | None:
-        """Earliest time a lease may succeed (never later than the truth), or None when nothing is pending.
+        """Earliest time a lease may succeed (never later than the truth), or None when nothing is queued.
 
-        A worker asks about its share of the hosts, or with `everywhere` about the whole crawl.
+        A process that leases from a share of the hosts asks about its share, or with `everywhere`
+        about the whole crawl.
         """
+        ...
+
+    def get_meta(self, key: str) -> str | None:
+        """A stored run-metadata value (seeds, config, start time), or None."""
+        ...
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a run-metadata value."""
+        ...
+
+    def close(self) -> None:
+        """Release the database (and its lock); idempotent."""
+        ...
+
+
+@runtime_checkable
+class CrawlDb(Protocol):
+    """The database of record: every URL with its last fetch, statistics, metadata, the link graph,
+    and the bulk operations of batch jobs."""
+
+    def counts(self) -> dict[UrlState, int]:
+        """Number of URLs in each state (every state present, zero included)."""
         ...
 
     def records(self) -> Iterator[UrlRecord]:
         """Stream every URL row in insertion order (for export)."""
         ...
 
+    def get(self, url: str) -> UrlRecord | None:
+        """The row of `url`, or None when it is not known."""
+        ...
+
+    def links(self) -> Iterator[LinkEdge]:
+        """Stream every stored link, page by page in the order the pages were first known."""
+        ...
+
     def host_stats(self) -> list[HostStats]:
-        """Per host: (host, pending, fetched, errors)."""
+        """Per host: (host, queued, fetched, errors)."""
         ...
 
     def host_totals(self) -> list[HostTotals]:
@@ -100,8 +142,8 @@ class Frontier(Protocol):
         """Number of URLs per recorded error class."""
         ...
 
-    def get(self, url: str) -> UrlRecord | None:
-        """The row of `url`, or None when it is not known."""
+    def set_scores(self, scores: Iterable[tuple[str, float, float]]) -> int:
+        """Set (url, score, priority) of known URLs (a batch job's ranking); returns how many were known."""
         ...
 
     def get_meta(self, key: str) -> str | None:
@@ -113,5 +155,10 @@ class Frontier(Protocol):
         ...
 
     def close(self) -> None:
-        """Release the database and its lock; idempotent."""
+        """Release the database (and its lock); idempotent."""
         ...
+
+
+@runtime_checkable
+class Store(Frontier, CrawlDb, Protocol):
+    """Both faces on one database, as `open_store` returns them."""

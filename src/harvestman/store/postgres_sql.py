@@ -46,28 +46,36 @@ CREATE TABLE urls(
     body_size BIGINT NOT NULL DEFAULT 0,
     wire_bytes BIGINT NOT NULL DEFAULT 0,
     final_url TEXT NOT NULL DEFAULT '',             -- '' when it is the URL itself
-    title TEXT NOT NULL DEFAULT ''
+    title TEXT NOT NULL DEFAULT '',
+    priority DOUBLE PRECISION NOT NULL DEFAULT 0,   -- lease order in its host's queue, lowest first
+    queued BOOLEAN NOT NULL DEFAULT TRUE            -- to be fetched (UNFETCHED, or a re-visit is set)
 );
-CREATE INDEX urls_queue ON urls(host_id, depth, score DESC, id) WHERE state = 0;
+-- The per-host queues: only queued rows, in lease order.
+CREATE INDEX urls_queue ON urls(host_id, priority, id) WHERE queued;
 CREATE INDEX urls_leased ON urls(host_id, lease_until) WHERE lease_until > 0;
 CREATE INDEX urls_lease_expiry ON urls(lease_until) WHERE lease_until > 0;
--- URLs per state as appended changes, not one counter row per state: a counter row would be locked
--- by every transaction that adds or completes URLs, making all processes wait for one another.
-CREATE TABLE state_deltas(id BIGSERIAL PRIMARY KEY, state SMALLINT NOT NULL, n BIGINT NOT NULL);
+-- The link graph: one row a fetched HTML page, its links as JSON [[url, anchor, kind, nofollow], ...]
+-- (as SQLite's: one insert a page on the crawl's hot path).
+CREATE TABLE links(url_id BIGINT PRIMARY KEY, links TEXT NOT NULL);
+-- URLs per state (what = the state) and queued URLs (what = -1) as appended changes, not one counter
+-- row each: a counter row would be locked by every transaction that adds or completes URLs, making
+-- all processes wait for one another. counts() folds them now and then.
+CREATE TABLE tallies(id BIGSERIAL PRIMARY KEY, what SMALLINT NOT NULL, n BIGINT NOT NULL);
 """
 
 # The seen check is the URL index's: one statement inserts the batch, known URLs do nothing (an index
 # probe each, no row written). Ids are drawn in the order given (the lease order among equals) but
 # rows go in by URL, so that two processes inserting the same new URLs wait in one order, never in a
 # circle. The hosts that got URLs are woken (a parked host has work again); then the count of new
-# UNFETCHED URLs is appended to state_deltas. One round trip for all of it.
+# UNFETCHED (and queued) URLs is appended to the tallies. One round trip for all of it.
 INSERT_URLS = """
 WITH fresh AS (
-    INSERT INTO urls(id, url, host_id, depth, score, parent)
-    SELECT id, url, host_id, depth, score, parent FROM (
+    INSERT INTO urls(id, url, host_id, depth, score, parent, priority)
+    SELECT id, url, host_id, depth, score, parent, priority FROM (
         SELECT nextval('urls_id_seq') AS id, t.* FROM unnest(
-            %(url)s::text[], %(host)s::int[], %(depth)s::int[], %(score)s::float8[], %(parent)s::text[]
-        ) WITH ORDINALITY AS t(url, host_id, depth, score, parent, ord) ORDER BY ord OFFSET 0
+            %(url)s::text[], %(host)s::int[], %(depth)s::int[], %(score)s::float8[], %(parent)s::text[],
+            %(priority)s::float8[]
+        ) WITH ORDINALITY AS t(url, host_id, depth, score, parent, priority, ord) ORDER BY ord OFFSET 0
     ) s ORDER BY url COLLATE "C"
     ON CONFLICT DO NOTHING RETURNING host_id
 ), woken AS (
@@ -75,7 +83,8 @@ WITH fresh AS (
         SELECT id FROM hosts WHERE id IN (SELECT host_id FROM fresh) AND wake_at <> 0 ORDER BY id
         FOR UPDATE)
 ), counted AS (
-    INSERT INTO state_deltas(state, n) SELECT 0, COUNT(*) FROM fresh HAVING COUNT(*) > 0
+    INSERT INTO tallies(what, n) SELECT what, n FROM (SELECT COUNT(*) AS n FROM fresh) c,
+        (VALUES (0), (-1)) AS w(what) WHERE n > 0
 )
 SELECT COUNT(*) FROM fresh
 """
@@ -98,12 +107,13 @@ UPDATE urls SET state = %(state)s, fetch_time = %(fetch_time)s, next_fetch_time 
                    ELSE %(content_type)s END,
     title = CASE WHEN %(keep)s AND %(title)s = '' THEN title ELSE %(title)s END,
     body_size = %(body_size)s, wire_bytes = %(wire_bytes)s, final_url = %(final_url)s,
-    retries = retries + %(retried)s, lease_until = 0
+    retries = retries + %(retried)s, lease_until = 0, queued = %(queued)s
 WHERE id = %(id)s
 """
 
 # A host's clocks after some of its URLs were reported: leases freed, the next request `delay` after
-# now, and woken as soon as a freed slot or a retry's time allows (a NULL wake leaves wake_at alone).
+# now, and woken as soon as a freed slot, a retry's or a re-visit's time allows (a NULL wake leaves
+# wake_at alone).
 FREE_HOST = """
 UPDATE hosts SET in_flight = GREATEST(in_flight - %(freed)s, 0),
     ready_at = GREATEST(ready_at, %(now)s + COALESCE(delay, %(delay)s)),

@@ -21,15 +21,18 @@ import pytest
 
 from harvestman.model.errors import FrontierError
 from harvestman.model.records import LeasedUrl, UrlState
-from tests.test_frontier import T0, done, host_of, nu
+from harvestman.store.factory import open_store
+from harvestman.store.frontier import Store
+from tests.support.stores import T0, done, host_of, nu
 
 psycopg = pytest.importorskip("psycopg")
 
-from harvestman.store.postgres import SCHEMA_VERSION, PostgresFrontier, redact  # noqa: E402
+from harvestman.store.postgres import PostgresStore  # noqa: E402
+from harvestman.store.postgres_sql import SCHEMA_VERSION  # noqa: E402
 
 
-def open_pg(url: str, **kw: Any) -> PostgresFrontier:
-    return PostgresFrontier(url, host_of=host_of, **kw)
+def open_pg(url: str, **kw: Any) -> PostgresStore:
+    return PostgresStore(url, host_of=host_of, **kw)
 
 
 def test_concurrent_leases_never_share_a_url_nor_pass_per_host(postgres_url: str) -> None:
@@ -157,14 +160,14 @@ def test_reopen_keeps_everything_and_records_the_schema(postgres_url: str) -> No
         assert f.get_meta("config") == '{"per_host": 3}'
         assert f.counts()[UrlState.UNFETCHED] == 1
         assert f.add([nu("http://a.test/1"), nu("http://a.test/2")]) == 1
-    with PostgresFrontier.open_read_only(postgres_url) as reader:
+    with PostgresStore.open_read_only(postgres_url) as reader:
         assert [r.url for r in reader.records()] == ["http://a.test/1", "http://a.test/2"]
         with pytest.raises(FrontierError, match="read-only"):
             reader.set_meta("k", "v")
 
 
 def test_two_processes_opening_a_new_database_at_once_make_one_schema(postgres_url: str) -> None:
-    opened: list[PostgresFrontier] = []
+    opened: list[PostgresStore] = []
     errors: list[BaseException] = []
 
     def opener() -> None:
@@ -192,7 +195,7 @@ def test_foreign_newer_and_unreachable_databases_are_refused(postgres_url: str) 
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute("DROP TABLE t")
     with pytest.raises(FrontierError, match="no crawl in database"):
-        PostgresFrontier.open_read_only(postgres_url)
+        PostgresStore.open_read_only(postgres_url)
     open_pg(postgres_url).close()
     with psycopg.connect(postgres_url, autocommit=True) as conn:
         conn.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
@@ -227,20 +230,14 @@ def test_nul_characters_in_reported_text_are_dropped(postgres_url: str) -> None:
 
 def test_counts_stay_right_when_their_changes_are_folded(postgres_url: str) -> None:
     with open_pg(postgres_url, per_host=1000) as f:
-        for i in range(2100):  # one state_deltas row a call: past the fold threshold
+        for i in range(2100):  # one tallies row a call: past the fold threshold
             f.add([nu(f"http://a.test/{i}")])
         f.lease(10, T0)
         f.complete([done(f"http://a.test/{i}") for i in range(4)], T0)
         assert f.counts()[UrlState.UNFETCHED] == 2096  # this call folds
         assert f.counts()[UrlState.UNFETCHED] == 2096 and f.counts()[UrlState.FETCHED] == 4
         with psycopg.connect(postgres_url) as conn:
-            assert conn.execute("SELECT COUNT(*) FROM state_deltas").fetchone()[0] <= 3
-
-
-def test_a_password_never_shows_in_messages() -> None:
-    assert redact("postgresql://crawler:s3cret@db.example:5432/crawl") == (
-        "postgresql://crawler:***@db.example:5432/crawl")
-    assert redact("postgresql://crawler@db/crawl") == "postgresql://crawler@db/crawl"
+            assert conn.execute("SELECT COUNT(*) FROM tallies").fetchone()[0] <= 4
 
 
 def test_without_psycopg_the_error_says_what_to_install() -> None:
@@ -249,3 +246,17 @@ def test_without_psycopg_the_error_says_what_to_install() -> None:
             "try:\n    import harvestman.store.postgres\nexcept ConfigError as exc:\n    print(exc)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "pip install 'harvestman[postgres]'" in out.stdout
+
+
+def test_open_store_opens_postgresql_locations(postgres_url: str) -> None:
+    store = open_store(postgres_url, host_of=host_of, per_host=3, worker=(1, 2))
+    try:
+        assert isinstance(store, PostgresStore) and isinstance(store, Store) and store.per_host == 3
+        store.add([nu("http://a.test/")])
+    finally:
+        store.close()
+    reader = open_store(postgres_url, read_only=True)
+    try:
+        assert reader.pending() == 1 and [r.url for r in reader.records()] == ["http://a.test/"]
+    finally:
+        reader.close()

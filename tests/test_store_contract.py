@@ -1,76 +1,49 @@
-"""The Frontier protocol's shared test suite; every backend runs it through the `make` fixture."""
+"""The store contract: every backend runs these tests unchanged, through the `make` fixture."""
 
 from __future__ import annotations
 
-import multiprocessing
-import os
-import random
-import signal
-import sqlite3
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
 import pytest
 
 from harvestman.model.errors import FrontierError
-from harvestman.model.records import FetchOutcome, NewUrl, UrlState
-from harvestman.store.frontier import Frontier
-from harvestman.store.sqlite_frontier import SCHEMA_VERSION, SqliteFrontier
+from harvestman.model.records import FetchOutcome, Link, LinkEdge, LinkKind, PageLinks, UrlState
+from harvestman.store.factory import open_store
+from harvestman.store.frontier import CrawlDb, Frontier, Store
+from harvestman.store.sqlite_store import SqliteStore
+from tests.support.stores import T0, done, host_of, leased_urls, nu
 
-T0 = 1_000_000.0  # a fixed "now": policy under test takes time as an argument
-
-
-def host_of(url: str) -> str:
-    return urlsplit(url).hostname or ""
+Maker = Callable[..., Store]
 
 
-def nu(url: str, depth: int = 0, score: float = 0.0, parent: str = "") -> NewUrl:
-    return NewUrl(url, host_of(url), depth, score, parent)
+def _sqlite(request: pytest.FixtureRequest, **kw: Any) -> Store:
+    path: Path = request.getfixturevalue("tmp_path")
+    return SqliteStore(path / "crawl.db", host_of=host_of, **kw)
 
 
-def done(url: str, state: UrlState = UrlState.FETCHED, **kw: Any) -> FetchOutcome:
-    return FetchOutcome(url, state, fetch_time=kw.pop("fetch_time", T0), **kw)
+def _postgres(request: pytest.FixtureRequest, **kw: Any) -> Store:
+    # A new database on the session's server (tests/conftest.py), or a skip saying what is missing.
+    return open_store(request.getfixturevalue("postgres_url"), host_of=host_of, **kw)
 
 
-Maker = Callable[..., Frontier]
-
-
-def _sqlite(path: Path, **kw: Any) -> Frontier:
-    return SqliteFrontier(path / "crawl.db", host_of=host_of, **kw)
-
-
-def _postgres(request: pytest.FixtureRequest, **kw: Any) -> Frontier:
-    from harvestman.store.postgres import PostgresFrontier
-
-    return PostgresFrontier(request.getfixturevalue("postgres_url"), host_of=host_of, **kw)
-
-
-# Every test below that takes `make` runs against each backend.
-BACKENDS: dict[str, Callable[..., Frontier]] = {
-    "sqlite": lambda request, **kw: _sqlite(request.getfixturevalue("tmp_path"), **kw),
-    "postgres": _postgres,
-}
+# A backend adds itself here; every test below then runs against it too.
+BACKENDS: dict[str, Callable[..., Store]] = {"sqlite": _sqlite, "postgres": _postgres}
 
 
 @pytest.fixture(params=sorted(BACKENDS))
 def make(request: pytest.FixtureRequest) -> Iterator[Maker]:
-    opened: list[Frontier] = []
+    opened: list[Store] = []
 
-    def factory(**kw: Any) -> Frontier:
-        frontier = BACKENDS[request.param](request, **kw)
-        opened.append(frontier)
-        return frontier
+    def factory(**kw: Any) -> Store:
+        store = BACKENDS[request.param](request, **kw)
+        opened.append(store)
+        return store
 
     yield factory
-    for frontier in opened:
-        frontier.close()
-
-
-def leased_urls(frontier: Frontier, limit: int, now: float = T0) -> list[str]:
-    return [leased.url for leased in frontier.lease(limit, now)]
+    for store in opened:
+        store.close()
 
 
 def test_add_counts_only_new_urls(make: Maker) -> None:
@@ -85,17 +58,91 @@ def test_add_counts_only_new_urls(make: Maker) -> None:
     assert f.add([]) == 0
 
 
-def test_lease_order_is_depth_then_score_then_insertion(make: Maker) -> None:
+def test_lease_order_is_priority_then_insertion(make: Maker) -> None:
     f = make(per_host=10)
-    f.add([nu("http://a.test/d2", 2), nu("http://a.test/d1-low", 1, 0.1), nu("http://a.test/d1-a", 1, 0.5)])
-    f.add([nu("http://a.test/d1-b", 1, 0.5), nu("http://a.test/d0", 0)])
+    f.add([nu("http://a.test/p2", priority=2), nu("http://a.test/p1-a", priority=1),
+           nu("http://a.test/p-neg", priority=-0.5)])
+    f.add([nu("http://a.test/p1-b", priority=1), nu("http://a.test/p0", priority=0)])
     assert leased_urls(f, 10) == [
-        "http://a.test/d0",
-        "http://a.test/d1-a",
-        "http://a.test/d1-b",
-        "http://a.test/d1-low",
-        "http://a.test/d2",
+        "http://a.test/p-neg",
+        "http://a.test/p0",
+        "http://a.test/p1-a",
+        "http://a.test/p1-b",
+        "http://a.test/p2",
     ]
+
+
+def test_pending_counts_queued_urls_leased_or_not(make: Maker) -> None:
+    f = make(per_host=10)
+    assert f.pending() == 0
+    f.add([nu("http://a.test/1"), nu("http://a.test/2"), nu("http://b.test/1")])
+    [first, *_] = f.lease(1, T0)
+    assert f.pending() == 3 and f.in_flight() == 1 and f.due_count(T0) == 2
+    f.complete([done(first.url, http_status=200)], T0)
+    assert f.pending() == 2 and f.in_flight() == 0
+
+
+def test_a_scheduled_revisit_is_leased_again_when_due(make: Maker) -> None:
+    """`fetched` is not terminal: an outcome with a next fetch time queues its URL again."""
+    f = make(per_host=10)
+    f.add([nu("http://a.test/page"), nu("http://a.test/once")])
+    assert sorted(leased_urls(f, 10)) == ["http://a.test/once", "http://a.test/page"]
+    f.complete([done("http://a.test/page", http_status=200, etag='"v1"', next_fetch_time=T0 + 100),
+                done("http://a.test/once", http_status=200)], T0)
+    assert f.pending() == 1 and f.due_count(T0) == 0
+    assert leased_urls(f, 10, T0 + 99) == []
+    assert f.next_ready_time() == T0 + 100  # known once a lease found nothing due
+    [again] = f.lease(10, T0 + 100)
+    assert (again.url, again.etag) == ("http://a.test/page", '"v1"')  # a conditional request can follow
+    rec = f.get("http://a.test/page")
+    assert rec is not None and rec.state == UrlState.FETCHED  # the last fetch stays on record meanwhile
+    f.complete([done(again.url, UrlState.NOT_MODIFIED, http_status=304, fetch_time=T0 + 100)], T0 + 100)
+    rec = f.get("http://a.test/page")
+    assert rec is not None and rec.state == UrlState.NOT_MODIFIED and rec.etag == '"v1"'
+    assert f.pending() == 0 and f.next_ready_time() is None and f.counts()[UrlState.UNFETCHED] == 0
+
+
+def test_links_are_stored_with_their_page_and_replaced_on_refetch(make: Maker) -> None:
+    f = make()
+    f.add([nu("http://a.test/"), nu("http://a.test/2")])
+    f.lease(2, T0)
+    page = PageLinks("http://a.test/", (
+        Link("http://a.test/2", LinkKind.ANCHOR, "Two ünïcode", False),
+        Link("http://elsewhere.test/x?y=1", LinkKind.ANCHOR, "", True),
+        Link("http://a.test/2", LinkKind.CANONICAL),
+    ))
+    f.complete([done("http://a.test/", http_status=200), done("http://a.test/2", http_status=200)], T0,
+               links=[page, PageLinks("http://a.test/2", ())])
+    assert list(f.links()) == [
+        LinkEdge("http://a.test/", "http://a.test/2", "Two ünïcode", LinkKind.ANCHOR, False),
+        LinkEdge("http://a.test/", "http://elsewhere.test/x?y=1", "", LinkKind.ANCHOR, True),
+        LinkEdge("http://a.test/", "http://a.test/2", "", LinkKind.CANONICAL, False),
+    ]
+    f.complete([], T0, links=[PageLinks("http://a.test/", (Link("http://b.test/"),))])
+    assert list(f.links()) == [LinkEdge("http://a.test/", "http://b.test/", "", LinkKind.ANCHOR, False)]
+
+
+def test_many_pages_of_links_stream_in_order(make: Maker) -> None:
+    f = make()
+    pages = [f"http://a.test/{i}" for i in range(450)]
+    f.add([nu(url) for url in pages])
+    f.complete([], T0, links=[PageLinks(url, (Link(url + "/out"),)) for url in pages])
+    assert [edge.from_url for edge in f.links()] == pages
+
+
+def test_set_scores_reorders_the_queue(make: Maker) -> None:
+    f = make(per_host=10)
+    f.add([nu("http://a.test/1"), nu("http://a.test/2"), nu("http://a.test/3")])
+    assert f.set_scores([("http://a.test/3", 0.9, -0.9), ("http://a.test/2", 0.5, -0.5),
+                         ("http://nowhere.test/", 1.0, -1.0)]) == 2
+    assert leased_urls(f, 10) == ["http://a.test/3", "http://a.test/2", "http://a.test/1"]
+    rec = f.get("http://a.test/3")
+    assert rec is not None and rec.score == 0.9
+
+
+def test_both_faces(make: Maker) -> None:
+    f = make()
+    assert isinstance(f, Frontier) and isinstance(f, CrawlDb)
 
 
 def test_per_host_concurrency_and_lease_fields(make: Maker) -> None:
@@ -194,7 +241,7 @@ def test_complete_with_new_urls_is_one_transaction(make: Maker) -> None:
     bad = FetchOutcome(leased.url, UrlState.FETCHED, fetch_time=T0, http_status=200)
     # A failure half-way (an outcome the database refuses) must leave neither the outlinks nor the state.
     broken = FetchOutcome("http://a.test/", UrlState.FETCHED, fetch_time=T0, body_size=2**70)
-    with pytest.raises((OverflowError, FrontierError, sqlite3.Error)):
+    with pytest.raises((OverflowError, FrontierError)):
         f.complete([bad, broken], T0, [nu("http://a.test/new", 1)])
     assert f.get("http://a.test/new") is None
     rec = f.get(leased.url)
@@ -313,108 +360,6 @@ def test_meta(make: Maker) -> None:
     assert f.get_meta("seeds") == '["http://b.test/"]'
 
 
-# -- SQLite specifics ------------------------------------------------------------------------------
-
-
-def test_reopen_keeps_everything(tmp_path: Path) -> None:
-    with SqliteFrontier(tmp_path / "c.db", host_of=host_of) as f:
-        f.add([nu("http://a.test/1")])
-        f.set_meta("k", "v")
-    with SqliteFrontier(tmp_path / "c.db", host_of=host_of) as f:
-        assert f.get_meta("k") == "v" and f.get_meta("schema_version") == str(SCHEMA_VERSION)
-        assert f.counts()[UrlState.UNFETCHED] == 1 and f.integrity_check() == "ok"
-
-
-def test_lock_keeps_a_second_crawl_out(tmp_path: Path) -> None:
-    f = SqliteFrontier(tmp_path / "c.db", host_of=host_of)
-    with pytest.raises(FrontierError, match="in use by another process"):
-        SqliteFrontier(tmp_path / "c.db", host_of=host_of)
-    f.close()
-    f.close()
-    SqliteFrontier(tmp_path / "c.db", host_of=host_of).close()
-    with pytest.raises(FrontierError, match="closed"):
-        f.add([nu("http://a.test/")])
-
-
-def test_garbage_and_foreign_files(tmp_path: Path) -> None:
-    (tmp_path / "junk.db").write_bytes(os.urandom(8192))
-    with pytest.raises(FrontierError, match=r"junk\.db"):
-        SqliteFrontier(tmp_path / "junk.db", host_of=host_of)
-    other = sqlite3.connect(tmp_path / "other.db")
-    other.execute("CREATE TABLE t(x)")
-    other.commit()
-    other.close()
-    with pytest.raises(FrontierError, match="not a harvestman crawl database"):
-        SqliteFrontier(tmp_path / "other.db", host_of=host_of)
-    SqliteFrontier(tmp_path / "new.db", host_of=host_of).close()
-    db = sqlite3.connect(tmp_path / "new.db")
-    db.execute("UPDATE meta SET value = '999' WHERE key = 'schema_version'")
-    db.commit()
-    db.close()
-    with pytest.raises(FrontierError, match="newer than this harvestman"):
-        SqliteFrontier(tmp_path / "new.db", host_of=host_of)
-    # The lock is released after each failed open.
-    (tmp_path / "junk.db").unlink()
-    SqliteFrontier(tmp_path / "junk.db", host_of=host_of).close()
-
-
-def _crash_child(path: str, report: str, seed: int) -> None:
-    """Add and complete in a loop, reporting what each committed transaction contained."""
-    rng = random.Random(seed)
-    f = SqliteFrontier(Path(path), per_host=3, host_of=host_of)
-    f.release_leases()
-    out = open(report, "a", buffering=1)  # noqa: SIM115 - line-buffered: every report is written at once
-    i = 0
-    while True:
-        i += 1
-        batch = [
-            nu(f"http://h{rng.randrange(40)}.test/{seed}-{i}-{j}", 1) for j in range(rng.randrange(1, 60))
-        ]
-        leases = f.lease(20, time.time())
-        outcomes = [done(x.url) for x in leases]
-        f.complete(outcomes, time.time(), batch)
-        out.write("".join(f"added {u.url}\n" for u in batch) + "".join(f"done {o.url}\n" for o in outcomes))
-
-
-def test_sigkill_never_loses_committed_urls(tmp_path: Path) -> None:
-    db_path = tmp_path / "crash.db"
-    report = tmp_path / "report.txt"
-    with SqliteFrontier(db_path, host_of=host_of) as f:
-        f.add([nu(f"http://h{i}.test/") for i in range(40)])
-    ctx = multiprocessing.get_context("fork")  # inherits the imported modules; no re-import needed
-    for round_ in range(3):
-        child = ctx.Process(target=_crash_child, args=(str(db_path), str(report), round_))
-        child.start()
-        time.sleep(random.uniform(0.3, 0.9))
-        assert child.pid is not None
-        os.kill(child.pid, signal.SIGKILL)
-        child.join()
-        with SqliteFrontier(db_path, host_of=host_of) as f:
-            assert f.integrity_check() == "ok"
-            states = {r.url: r.state for r in f.records()}
-            lines = report.read_text().splitlines()
-            assert len(lines) > 10
-            for line in lines:
-                kind, url = line.split(" ", 1)
-                assert url in states, f"committed URL lost: {url}"
-                if kind == "done":
-                    assert states[url] == UrlState.FETCHED
-            counts = f.counts()
-            assert sum(counts.values()) == len(states)
-            assert counts[UrlState.UNFETCHED] == sum(1 for s in states.values() if s == UrlState.UNFETCHED)
-            assert sum(p for _, p, _, _ in f.host_stats()) == counts[UrlState.UNFETCHED]
-
-
-def test_sqlite_errors_come_out_as_frontier_errors(tmp_path: Path) -> None:
-    frontier = SqliteFrontier(tmp_path / "crawl.db", host_of=host_of)
-    frontier._db.close()  # stands in for a failing disk: every statement now raises sqlite3.Error
-    with pytest.raises(FrontierError, match="crawl database"):
-        frontier.add([nu("http://a.test/")])
-    with pytest.raises(FrontierError, match="crawl database"):
-        frontier.counts()
-    frontier.close()
-
-
 def test_totals_count_responses_bytes_and_time_span(make: Maker) -> None:
     f = make(per_host=10)
     urls = [f"http://a.test/{i}" for i in range(4)]
@@ -461,40 +406,3 @@ def test_records_final_url_and_title(make: Maker) -> None:
     f.complete([done("http://a.test/", UrlState.NOT_MODIFIED, http_status=304)], T0 + 2)
     got = f.get("http://a.test/")
     assert got is not None and got.title == "Home"
-
-
-def test_schema_1_file_is_read_and_migrated(tmp_path: Path) -> None:
-    path = tmp_path / "crawl.db"
-    with SqliteFrontier(path, host_of=host_of) as f:
-        f.add([nu("http://a.test/")])
-        f.lease(1, T0)
-        f.complete([done("http://a.test/", http_status=200)], T0)
-    # What a crawl.db written before titles looks like.
-    db = sqlite3.connect(path)
-    db.execute("ALTER TABLE urls DROP COLUMN title")
-    db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
-    db.commit()
-    db.close()
-    with SqliteFrontier.open_read_only(path) as old:  # status and export leave the file as it is
-        [rec] = old.records()
-        assert (rec.url, rec.title, old.get_meta("schema_version")) == ("http://a.test/", "", "1")
-    with SqliteFrontier(path, host_of=host_of) as f:
-        assert f.get_meta("schema_version") == str(SCHEMA_VERSION)
-        f.add([nu("http://a.test/2")])
-        f.lease(1, T0)
-        f.complete([done("http://a.test/2", http_status=200, title="Two")], T0)
-        got = f.get("http://a.test/2")
-        assert got is not None and got.title == "Two"
-
-
-def test_a_worker_asks_when_its_share_or_the_whole_crawl_is_ready(tmp_path: Path) -> None:
-    """--max-wait in a worker: its own share's next time, and the whole crawl's (`everywhere`)."""
-    with SqliteFrontier(tmp_path / "crawl.db", host_of=host_of) as owner:
-        owner.add([nu("http://a.test/1")])  # host id 1
-        owner.add([nu("http://b.test/1")])  # host id 2: worker 0 of 2's share
-        owner.pause_host("a.test", T0 + 50, "retry-after")
-        owner.pause_host("b.test", T0 + 100, "retry-after")
-        with SqliteFrontier(tmp_path / "crawl.db", host_of=host_of, shard=(0, 2)) as worker:
-            assert worker.next_ready_time() == T0 + 100  # b.test only
-            assert worker.next_ready_time(everywhere=True) == T0 + 50
-        assert owner.next_ready_time() == owner.next_ready_time(everywhere=True) == T0 + 50

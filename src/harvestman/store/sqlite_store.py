@@ -1,14 +1,9 @@
-"""The default Frontier: one SQLite file in WAL mode, owned by one process at a time."""
+"""The default store: a Frontier and CrawlDb on one SQLite file (see sqlite_file for the file itself)."""
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
-import os
-import sqlite3
-import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,99 +14,23 @@ from harvestman.model.records import (
     FetchOutcome,
     HostTotals,
     LeasedUrl,
+    LinkEdge,
+    LinkKind,
     NewUrl,
+    PageLinks,
     UrlRecord,
     UrlState,
 )
 from harvestman.store.frontier import HostStats
+from harvestman.store.sqlite_file import SqliteFile
 
-SCHEMA_VERSION = 2  # 2: urls.title
 _FAR_FUTURE = 1e18  # "never": a host with no leasable URL and no lease to wait for
-_UNFETCHED = int(UrlState.UNFETCHED)
-
-# Design notes (measured on this 2-core machine, 100k add()s with 90% known, batches of 500):
-# `url TEXT UNIQUE` with the rowid as insertion order was as fast as a 64-bit hash primary key
-# (both 50-80k/s on a 1M-row file, 95-100k+/s on small files; the machine was shared, noise ±30%),
-# needs no collision handling, and its rowid gives BFS insertion order for free. A hash key saves
-# ~25% of file size but costs a second lookup (hash index, then the row) to compare the text.
-_SCHEMA = """
-CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE hosts(
-    id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE,
-    ready_at REAL NOT NULL DEFAULT 0,      -- politeness clock: no lease before this
-    paused_until REAL NOT NULL DEFAULT 0,
-    pause_reason TEXT NOT NULL DEFAULT '',
-    wake_at REAL NOT NULL DEFAULT 0,       -- nothing leasable before this (see _park)
-    delay REAL,                            -- NULL: the frontier's default delay
-    in_flight INTEGER NOT NULL DEFAULT 0,
-    pending INTEGER NOT NULL DEFAULT 0,    -- UNFETCHED urls, kept by triggers
-    failures INTEGER NOT NULL DEFAULT 0,
-    last_failure REAL NOT NULL DEFAULT 0
-);
-CREATE INDEX hosts_ready ON hosts(ready_at) WHERE pending > 0;
-CREATE TABLE urls(
-    id INTEGER PRIMARY KEY,                -- insertion order
-    url TEXT NOT NULL UNIQUE,
-    host_id INTEGER NOT NULL,
-    state INTEGER NOT NULL DEFAULT 0,
-    depth INTEGER NOT NULL DEFAULT 0,
-    score REAL NOT NULL DEFAULT 0,
-    parent TEXT NOT NULL DEFAULT '',
-    retries INTEGER NOT NULL DEFAULT 0,
-    fetch_time REAL NOT NULL DEFAULT 0,
-    next_fetch_time REAL NOT NULL DEFAULT 0,
-    lease_until REAL NOT NULL DEFAULT 0,   -- 0: not leased
-    http_status INTEGER NOT NULL DEFAULT 0,
-    error_class TEXT NOT NULL DEFAULT '',
-    error_message TEXT NOT NULL DEFAULT '',
-    signature TEXT NOT NULL DEFAULT '',
-    etag TEXT NOT NULL DEFAULT '',
-    last_modified TEXT NOT NULL DEFAULT '',
-    content_type TEXT NOT NULL DEFAULT '',
-    body_size INTEGER NOT NULL DEFAULT 0,
-    wire_bytes INTEGER NOT NULL DEFAULT 0,
-    final_url TEXT NOT NULL DEFAULT '',    -- '' when it is the URL itself (see _record_cols)
-    title TEXT NOT NULL DEFAULT ''
-);
--- The per-host queue: only UNFETCHED rows, in lease order (the rowid ends every index entry).
-CREATE INDEX urls_queue ON urls(host_id, depth, score DESC) WHERE state = 0;
--- Leased rows only: a few thousand at most, so expiry and next-ready scans stay cheap.
-CREATE INDEX urls_leased ON urls(host_id, lease_until) WHERE lease_until > 0;
-CREATE INDEX urls_lease_expiry ON urls(lease_until) WHERE lease_until > 0;
-CREATE TABLE state_counts(state INTEGER PRIMARY KEY, n INTEGER NOT NULL);
-CREATE TRIGGER urls_ins AFTER INSERT ON urls BEGIN
-    UPDATE state_counts SET n = n + 1 WHERE state = new.state;
-    UPDATE hosts SET pending = pending + 1, wake_at = 0 WHERE id = new.host_id AND new.state = 0;
-END;
-CREATE TRIGGER urls_state AFTER UPDATE OF state ON urls WHEN old.state <> new.state BEGIN
-    UPDATE state_counts SET n = n - 1 WHERE state = old.state;
-    UPDATE state_counts SET n = n + 1 WHERE state = new.state;
-    UPDATE hosts SET pending = pending + (new.state = 0) - (old.state = 0)
-        WHERE id = new.host_id AND (old.state = 0 OR new.state = 0);
-END;
-"""
 
 # The seen check: the batch's URLs that the UNIQUE index does not hold (one probe each).
 _UNKNOWN_URLS = "SELECT value FROM json_each(?) WHERE value NOT IN (SELECT url FROM urls)"
-_INSERT_URL = "INSERT OR IGNORE INTO urls(url, host_id, depth, score, parent) VALUES (?, ?, ?, ?, ?)"
-# Schema changes of an existing file, by the version they lead to; each runs in one transaction.
-# ADD COLUMN only rewrites the schema, not the rows: instant on a file of any size.
-_MIGRATIONS = {2: "ALTER TABLE urls ADD COLUMN title TEXT NOT NULL DEFAULT '';"}
-
-
-def _record_cols(version: int) -> str:
-    """The UrlRecord columns; a file of an older schema, open read-only, gets its defaults."""
-    # final_url is stored only when it differs from the URL (most rows would hold their URL twice).
-    return (
-        "u.url, h.name, u.state, u.depth, u.retries, u.score, u.parent, u.fetch_time, u.next_fetch_time,"
-        " u.http_status, u.error_class, u.error_message, u.signature, u.etag, u.last_modified,"
-        " u.content_type, u.body_size, u.wire_bytes,"
-        " CASE WHEN u.final_url <> '' THEN u.final_url WHEN u.http_status > 0 THEN u.url ELSE '' END,"
-        + (" u.title" if version >= 2 else " ''")
-    )
-
-
+_INSERT_URL = (
+    "INSERT OR IGNORE INTO urls(url, host_id, depth, score, parent, priority) VALUES (?, ?, ?, ?, ?, ?)"
+)
 _WRITE_OUTCOME = """
 UPDATE urls SET state = :state, fetch_time = :fetch_time, next_fetch_time = :next_fetch_time,
     http_status = :http_status, error_class = :error_class, error_message = :error_message,
@@ -121,17 +40,24 @@ UPDATE urls SET state = :state, fetch_time = :fetch_time, next_fetch_time = :nex
     content_type = CASE WHEN :keep AND :content_type = '' THEN content_type ELSE :content_type END,
     title = CASE WHEN :keep AND :title = '' THEN title ELSE :title END,
     body_size = :body_size, wire_bytes = :wire_bytes, final_url = :final_url,
-    retries = retries + :retried, lease_until = 0
+    retries = retries + :retried, lease_until = 0, queued = :queued
 WHERE id = :id
 """
+_KINDS = {kind.value: kind for kind in LinkKind}
 
 
 def _row_to_record(row: Sequence[Any]) -> UrlRecord:
     return UrlRecord(row[0], row[1], UrlState(row[2]), *row[3:])
 
 
-class SqliteFrontier:
-    """A Frontier on one SQLite file (WAL); an exclusive lock file keeps other crawls out.
+def _links_json(links: Sequence[Any]) -> str:
+    """A page's links as the links table stores them."""
+    return json.dumps([[link.url, link.anchor, link.kind.value, int(link.nofollow)] for link in links],
+                      ensure_ascii=False, separators=(",", ":"))
+
+
+class SqliteStore(SqliteFile):
+    """A Store on one SQLite file; the default, `DIR/crawl.db`.
 
     The worker processes of one crawl share the file: the process that holds the lock starts them,
     and each opens the file with `shard=(index, count)` and no lock of its own. A worker leases only
@@ -151,230 +77,25 @@ class SqliteFrontier:
         read_only: bool = False,
         shard: tuple[int, int] = (0, 1),
     ) -> None:
-        index, count = shard
-        if not 0 <= index < count:
-            raise ValueError(f"shard index must be in [0, {count}), got {index}")
-        self.path = Path(path)
-        self.read_only = read_only
-        self.shard = shard
-        # SQL that keeps a hosts-table query to this process's share ("h" aliases the table).
-        self._mine = f" AND h.id % {count} = {index}" if count > 1 else ""
         self.per_host = per_host
         self.delay = delay
         self.lease_seconds = lease_seconds
         self._host_of = host_of
-        self._lock = threading.RLock()  # one connection, shared by the engine's threads
         self._hosts: dict[str, int] = {}  # host name -> id; bounded by the number of hosts
-        self._record_cols = _record_cols(SCHEMA_VERSION)
-        self._closed = False
-        self._lock_fd = self._take_lock() if self._owns_files else -1
-        # Workers take turns at writing through a blocking flock, which wakes the next one as soon
-        # as a transaction ends; SQLite's own busy handler sleeps 1, 2, 5, 10... ms between tries,
-        # and two workers waiting so for each other ran at a third of one worker's speed.
-        self._writer_fd = -1
-        if shard[1] > 1 and not read_only:
-            try:
-                self._writer_fd = os.open(f"{self.path}.writer", os.O_RDWR | os.O_CREAT, 0o644)
-            except OSError as exc:
-                self._drop_lock()
-                raise FrontierError(f"cannot create lock file {self.path}.writer: {exc.strerror}") from None
-        try:
-            self._db = self._connect()
-        except sqlite3.Error as exc:
-            self._drop_lock()
-            raise FrontierError(f"cannot open crawl database {self.path}: {exc}") from None
-        try:
-            self._open()
-        except FrontierError:
-            self._db.close()
-            self._drop_lock()
-            raise
-        except sqlite3.Error as exc:
-            self._db.close()
-            self._drop_lock()
-            raise FrontierError(f"{self.path} is not a usable crawl database: {exc}") from None
-
-    # -- opening -----------------------------------------------------------------------------
-
-    def _connect(self) -> sqlite3.Connection:
-        """The connection; a reader's is read-write where it may be, but only reads (query_only).
-
-        A `mode=ro` connection opened after the crawl had closed the file created crawl.db-wal and
-        -shm and, unable to checkpoint, left them behind; a read-write one, the last to close,
-        removes them as the crawl's own does.
-        """
-        if not self.read_only:
-            return sqlite3.connect(str(self.path), isolation_level=None, check_same_thread=False)
-        try:
-            db = sqlite3.connect(f"file:{self.path}?mode=rw", isolation_level=None,
-                                 check_same_thread=False, uri=True)
-        except sqlite3.OperationalError:  # a file this user may not write
-            db = sqlite3.connect(f"file:{self.path}?mode=ro", isolation_level=None,
-                                 check_same_thread=False, uri=True)
-        db.execute("PRAGMA query_only=ON")
-        return db
-
-    @property
-    def _owns_files(self) -> bool:
-        """Whether this process holds the crawl's lock (not a reader, not a worker)."""
-        return not self.read_only and self.shard[1] == 1
-
-    def _take_lock(self) -> int:
-        lock_path = f"{self.path}.lock"
-        while True:
-            try:
-                fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
-            except OSError as exc:
-                raise FrontierError(f"cannot create lock file {lock_path}: {exc.strerror}") from None
-            try:
-                # flock belongs to the open file: the kernel drops it when the process dies, even by
-                # SIGKILL. A reader (status, export) takes no lock: it may look at a crawl while it
-                # runs; nor does a worker, whose parent holds it.
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(fd)
-                raise FrontierError(f"crawl database in use by another process: {self.path}") from None
-            # The crawl that held the lock removes its file when it closes (see close): a lock taken
-            # on a file since removed is no lock, so take it again on the file now there.
-            try:
-                if os.stat(lock_path).st_ino == os.fstat(fd).st_ino:
-                    return fd
-            except FileNotFoundError:
-                pass
-            os.close(fd)
-
-    def _remove_own_files(self) -> None:
-        """Remove the lock files of a crawl closed by the process that holds its lock.
-
-        The lock is still held here, so no other crawl is between its open and its flock of this
-        file but one that will find it removed (see _take_lock). Workers are done by then: their
-        parent closes last.
-        """
-        for suffix in (".writer", ".lock"):
-            with contextlib.suppress(OSError):
-                os.unlink(f"{self.path}{suffix}")
-
-    def _drop_lock(self) -> None:
-        if self._writer_fd >= 0:
-            os.close(self._writer_fd)
-            self._writer_fd = -1
-        if self._lock_fd >= 0:
-            os.close(self._lock_fd)  # closing the descriptor releases the flock
-            self._lock_fd = -1
+        index, count = shard
+        # SQL that keeps a hosts-table query to this process's share ("h" aliases the table).
+        self._mine = f" AND h.id % {count} = {index}" if count > 1 else ""
+        super().__init__(path, read_only=read_only, shard=shard)
 
     @classmethod
-    def open_read_only(cls, path: Path) -> SqliteFrontier:
+    def open_read_only(cls, path: Path) -> SqliteStore:
         """Open an existing crawl database for reports, beside a crawl that may be running."""
         if not Path(path).is_file():
             raise FrontierError(f"no crawl database at {path}")
         return cls(path, host_of=lambda url: url, read_only=True)
 
-    def _open(self) -> None:
-        db = self._db
-        if self.read_only:
-            self._check_schema()
-            return
-        # WAL + synchronous=NORMAL: a killed process never corrupts the file and loses no
-        # committed transaction; only a power loss may drop the last few commits.
-        mode = db.execute("PRAGMA journal_mode=WAL").fetchone()[0]
-        if str(mode).lower() != "wal":
-            raise FrontierError(f"{self.path}: cannot switch the crawl database to WAL mode")
-        db.execute("PRAGMA synchronous=NORMAL")
-        db.execute("PRAGMA cache_size=-65536")  # 64 MiB
-        # No mmap_size: mapped pages count in RSS and were never faster here. bench/frontier_add.py
-        # to 10^7 URLs (2.4 GB file): mmap 1 GiB: 89k URLs/s at 10^7, RSS 1145 MB (1044 MB mapped);
-        # 256 MiB: 113k/s, 378 MB; none (pread through the OS page cache): 125k/s, 123 MB, +3 MB
-        # from 10^6 (one run each). At 2*10^6: 68-70k/s with 1 GiB mapped (2 runs), 111-113k/s
-        # without (medians of 3 runs of two variants; shared machine).
-        db.execute("PRAGMA busy_timeout=10000")
-        # Checkpoint every ~40 MiB of WAL instead of 4 MiB: pages dirtied again and again (hosts,
-        # index leaves) are copied back once, which measured add() at ~115k/s instead of ~80k/s.
-        db.execute("PRAGMA wal_autocheckpoint=10000")
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if not tables:
-            # One script, one transaction: a crash during creation leaves an empty file, not half a schema.
-            counts = "".join(f"INSERT INTO state_counts VALUES ({int(s)}, 0);" for s in UrlState)
-            db.executescript(
-                f"BEGIN IMMEDIATE;{_SCHEMA}{counts}"
-                f"INSERT INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');COMMIT;"
-            )
-            return
-        self._check_schema()
-
-    def _check_schema(self) -> None:
-        db = self._db
-        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        if "meta" not in tables or "urls" not in tables:
-            raise FrontierError(f"{self.path} is an SQLite file but not a harvestman crawl database")
-        row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
-        version = int(row[0]) if row and str(row[0]).isdigit() else -1
-        if version > SCHEMA_VERSION:
-            raise FrontierError(
-                f"{self.path} has crawl database schema {version}, newer than this harvestman "
-                f"understands ({SCHEMA_VERSION}): upgrade harvestman"
-            )
-        if version < 1:
-            raise FrontierError(f"{self.path} has an unknown crawl database schema ({row and row[0]!r})")
-        if version < SCHEMA_VERSION and not self.read_only:
-            self._migrate()
-            version = SCHEMA_VERSION
-        self._record_cols = _record_cols(version)
-
-    def _migrate(self) -> None:
-        """Bring a file of an older schema up to SCHEMA_VERSION, each step in one transaction."""
-        db = self._db
-        for target in range(2, SCHEMA_VERSION + 1):
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                # Read again under the write lock: another process may have migrated meanwhile.
-                current = int(db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
-                if current < target:
-                    db.execute(_MIGRATIONS[target])
-                    db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(target),))
-                db.execute("COMMIT")
-            except BaseException:
-                if db.in_transaction:
-                    db.execute("ROLLBACK")
-                raise
-
-    @contextlib.contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction under the thread lock; rolled back (and caches dropped) on error."""
-        with self._lock:
-            if self._closed:
-                raise FrontierError(f"crawl database {self.path} is closed")
-            db = self._db
-            if self._writer_fd >= 0:
-                fcntl.flock(self._writer_fd, fcntl.LOCK_EX)
-            try:
-                db.execute("BEGIN IMMEDIATE")
-                try:
-                    yield db
-                    db.execute("COMMIT")
-                except BaseException:
-                    if db.in_transaction:
-                        db.execute("ROLLBACK")
-                    self._hosts.clear()  # host ids inserted in the rolled-back transaction are gone
-                    raise
-            except sqlite3.Error as exc:  # a full disk, a damaged file: say so in harvestman's terms
-                raise FrontierError(f"crawl database {self.path}: {exc}") from None
-            finally:
-                if self._writer_fd >= 0:
-                    fcntl.flock(self._writer_fd, fcntl.LOCK_UN)
-
-    @contextlib.contextmanager
-    def _reading(self) -> Iterator[None]:
-        """The thread lock for a read, with SQLite's errors turned into FrontierError."""
-        with self._lock:
-            try:
-                yield
-            except sqlite3.Error as exc:
-                raise FrontierError(f"crawl database {self.path}: {exc}") from None
-
-    def _read(self) -> sqlite3.Connection:
-        if self._closed:
-            raise FrontierError(f"crawl database {self.path} is closed")
-        return self._db
+    def _forget(self) -> None:
+        self._hosts.clear()  # host ids inserted in a rolled-back transaction are gone
 
     def _host_ids(self, names: set[str]) -> dict[str, int]:
         """Ids of `names`, creating the hosts that are new (inside the caller's transaction)."""
@@ -412,7 +133,7 @@ class SqliteFrontier:
         # Inserted in the order given: the rowid is the insertion order that leases follow.
         fresh = [u for u in urls if u.url in unknown]
         ids = self._host_ids({u.host for u in fresh})
-        rows = [(u.url, ids[u.host], u.depth, u.score, u.parent) for u in fresh]
+        rows = [(u.url, ids[u.host], u.depth, u.score, u.parent, u.priority) for u in fresh]
         return self._db.executemany(_INSERT_URL, rows).rowcount
 
     def lease(self, limit: int, now: float) -> list[LeasedUrl]:
@@ -449,8 +170,8 @@ class SqliteFrontier:
                     break
                 rows = db.execute(
                     "SELECT id, url, depth, retries, etag, last_modified FROM urls"
-                    " WHERE host_id = ? AND state = 0 AND next_fetch_time <= ? AND lease_until = 0"
-                    " ORDER BY depth, score DESC, id LIMIT ?",
+                    " WHERE host_id = ? AND queued = 1 AND next_fetch_time <= ? AND lease_until = 0"
+                    " ORDER BY priority, id LIMIT ?",
                     (host_id, now, room),
                 ).fetchall()
                 if rows:
@@ -472,7 +193,7 @@ class SqliteFrontier:
         """Skip a host with nothing leasable until its next URL is due or one of its leases expires."""
         db = self._db
         due = db.execute(
-            "SELECT MIN(next_fetch_time) FROM urls WHERE host_id = ? AND state = 0 AND lease_until = 0",
+            "SELECT MIN(next_fetch_time) FROM urls WHERE host_id = ? AND queued = 1 AND lease_until = 0",
             (host_id,),
         ).fetchone()[0]
         expiry = db.execute(
@@ -498,10 +219,11 @@ class SqliteFrontier:
     # -- reporting back ----------------------------------------------------------------------------
 
     def complete(self, outcomes: Sequence[FetchOutcome], now: float, new_urls: Sequence[NewUrl] = (), *,
-                 lease: int = 0) -> list[LeasedUrl]:
-        """Record fetch outcomes, free their leases, add discovered URLs and lease up to `lease` URLs
-        (as `lease()` would, returned), all in one transaction."""
-        with self._tx():
+                 links: Sequence[PageLinks] = (), lease: int = 0) -> list[LeasedUrl]:
+        """Record fetch outcomes, free their leases, add discovered URLs, replace the stored links of
+        the pages in `links`, and lease up to `lease` URLs (as `lease()` would, returned), all in
+        one transaction."""
+        with self._tx() as db:
             if new_urls:
                 self._insert(new_urls)
             for outcome in outcomes:
@@ -519,13 +241,20 @@ class SqliteFrontier:
                     depth_row = self._db.execute(
                         "SELECT depth FROM urls WHERE url = ?", (outcome.url,)
                     ).fetchone()
-                    self._write_outcome(outcome, final, state, now, depth_row[0], outcome.url)
+                    # The target is fetched again when the URL that led to it is (no re-visit of its own).
+                    self._write_outcome(outcome, final, state, now, depth_row[0], outcome.url, revisit=False)
+            if links:
+                db.executemany(
+                    "INSERT OR REPLACE INTO links(url_id, links) SELECT id, ? FROM urls WHERE url = ?",
+                    [(_links_json(page.links), page.url) for page in links],
+                )
             leased = self._lease(lease, now) if lease > 0 else []
             crash_point("db-mid-commit")  # crash tests: outcomes and new URLs written, COMMIT not yet run
         return leased
 
     def _write_outcome(
-        self, o: FetchOutcome, url: str, state: UrlState, now: float, depth: int, parent: str
+        self, o: FetchOutcome, url: str, state: UrlState, now: float, depth: int, parent: str, *,
+        revisit: bool = True,
     ) -> None:
         db = self._db
         row = db.execute("SELECT id, host_id, lease_until FROM urls WHERE url = ?", (url,)).fetchone()
@@ -538,13 +267,16 @@ class SqliteFrontier:
             )
             row = db.execute("SELECT id, host_id, lease_until FROM urls WHERE url = ?", (url,)).fetchone()
         url_id, host_id, leased = row
+        next_fetch_time = o.next_fetch_time if revisit or state == UrlState.UNFETCHED else 0.0
+        queued = state == UrlState.UNFETCHED or next_fetch_time > 0
         db.execute(
             _WRITE_OUTCOME,
             {
                 "id": url_id,
                 "state": int(state),
                 "fetch_time": o.fetch_time,
-                "next_fetch_time": o.next_fetch_time,
+                "next_fetch_time": next_fetch_time,
+                "queued": int(queued),
                 "http_status": o.http_status,
                 "error_class": o.error_class,
                 "error_message": o.error_message,
@@ -569,9 +301,9 @@ class SqliteFrontier:
                 1 if leased > 0 else 0,
                 now,
                 self.delay,
-                state == UrlState.UNFETCHED or leased > 0,
-                # A retry becomes leasable at its next fetch time; a freed slot at once.
-                o.next_fetch_time if leased == 0 else 0.0,
+                queued or leased > 0,
+                # A retry or re-visit becomes leasable at its next fetch time; a freed slot at once.
+                next_fetch_time if leased == 0 else 0.0,
                 host_id,
             ),
         )
@@ -621,13 +353,18 @@ class SqliteFrontier:
             rows = dict(self._read().execute("SELECT state, n FROM state_counts").fetchall())
         return {s: int(rows.get(int(s), 0)) for s in UrlState}
 
+    def pending(self) -> int:
+        """Number of queued URLs, due or not, leased or not: the work the crawl has left."""
+        with self._reading():
+            return int(self._read().execute("SELECT COALESCE(SUM(pending), 0) FROM hosts").fetchone()[0])
+
     def due_count(self, now: float) -> int:
-        """Number of unfetched URLs that are due and not leased."""
+        """Number of queued URLs that are due and not leased."""
         with self._reading():
             return int(
                 self._read()
                 .execute(
-                    "SELECT COUNT(*) FROM urls WHERE state = 0 AND next_fetch_time <= ? AND lease_until = 0",
+                    "SELECT COUNT(*) FROM urls WHERE queued = 1 AND next_fetch_time <= ? AND lease_until = 0",
                     (now,),
                 )
                 .fetchone()[0]
@@ -639,7 +376,7 @@ class SqliteFrontier:
             return int(self._read().execute("SELECT COUNT(*) FROM urls WHERE lease_until > 0").fetchone()[0])
 
     def next_ready_time(self, *, everywhere: bool = False) -> float | None:
-        """Earliest time a lease may succeed (never later than the truth), or None when nothing is pending.
+        """Earliest time a lease may succeed (never later than the truth), or None when nothing is queued.
 
         For a worker: in its share of the hosts, or with `everywhere` in the whole crawl.
         """
@@ -679,8 +416,44 @@ class SqliteFrontier:
             for row in rows:
                 yield _row_to_record(row[1:])
 
+    def links(self) -> Iterator[LinkEdge]:
+        """Stream every stored link, page by page in the order the pages were first known."""
+        last = 0
+        while True:
+            with self._reading():  # keyset pages, as records(): no read transaction held between yields
+                rows = (
+                    self._read()
+                    .execute(
+                        "SELECT l.url_id, u.url, l.links FROM links l JOIN urls u ON u.id = l.url_id"
+                        " WHERE l.url_id > ? ORDER BY l.url_id LIMIT 200",
+                        (last,),
+                    )
+                    .fetchall()
+                )
+            if not rows:
+                return
+            last = rows[-1][0]
+            for _, page, stored in rows:
+                for to_url, anchor, kind, nofollow in json.loads(stored):
+                    yield LinkEdge(page, to_url, anchor, _KINDS[kind], bool(nofollow))
+
+    def set_scores(self, scores: Iterable[tuple[str, float, float]]) -> int:
+        """Set (url, score, priority) of known URLs (a batch job's ranking); returns how many were known."""
+        known = 0
+        batch: list[tuple[float, float, str]] = []
+        for url, score, priority in scores:
+            batch.append((score, priority, url))
+            if len(batch) >= 10_000:
+                known += self._set_scores(batch)
+                batch = []
+        return known + (self._set_scores(batch) if batch else 0)
+
+    def _set_scores(self, batch: list[tuple[float, float, str]]) -> int:
+        with self._tx() as db:
+            return db.executemany("UPDATE urls SET score = ?, priority = ? WHERE url = ?", batch).rowcount
+
     def host_stats(self) -> list[HostStats]:
-        """Per host: (host, pending, fetched, errors); fetched counts FETCHED and NOT_MODIFIED."""
+        """Per host: (host, queued, fetched, errors); fetched counts FETCHED and NOT_MODIFIED."""
         with self._reading():
             rows = (
                 self._read()
@@ -761,27 +534,3 @@ class SqliteFrontier:
         """Store a run-metadata value."""
         with self._tx() as db:
             db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
-
-    def integrity_check(self) -> str:
-        """SQLite's own integrity check: 'ok', or the problems it found."""
-        with self._reading():
-            rows = self._read().execute("PRAGMA integrity_check").fetchall()
-        return "\n".join(str(r[0]) for r in rows)
-
-    def close(self) -> None:
-        """Release the database and its lock; idempotent."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            with contextlib.suppress(sqlite3.Error):
-                self._db.close()  # the last connection's close checkpoints the WAL and removes it
-            if self._owns_files:
-                self._remove_own_files()
-            self._drop_lock()
-
-    def __enter__(self) -> SqliteFrontier:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
