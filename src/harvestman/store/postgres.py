@@ -22,7 +22,7 @@ from harvestman.model.errors import FrontierError
 from harvestman.model.faults import crash_point
 from harvestman.model.records import FetchOutcome, LeasedUrl, NewUrl, PageLinks, UrlState
 from harvestman.store.postgres_db import QUEUED, DatabaseError, PostgresDb, clean
-from harvestman.store.postgres_sql import FAR_FUTURE, FREE_HOST, INSERT_URLS, PARKED, WRITE_OUTCOME
+from harvestman.store.postgres_sql import FAR_FUTURE, FREE_HOST, INSERT_URLS, LEASE, WRITE_OUTCOME
 
 if TYPE_CHECKING:
     import psycopg
@@ -113,55 +113,58 @@ class PostgresStore(PostgresDb):
         return self._write(lambda conn: self._lease(conn, limit, now))
 
     def _lease(self, conn: psycopg.Connection[Any], limit: int, now: float) -> list[LeasedUrl]:
-        """`lease()` inside the caller's transaction."""
+        """`lease()` inside the caller's transaction: SqliteStore's walk over the ready hosts, a
+        batch of hosts a statement (LEASE) instead of a few statements a host."""
         self._reclaim_expired(conn, now)
         out: list[LeasedUrl] = []
         lease_until = now + self.lease_seconds
         seen: list[int] = []
         while len(out) < limit:
-            # Host rows another process holds are skipped, not waited for: it is leasing from them
-            # (or reporting back), and their clocks will say what is next when it commits.
-            hosts = conn.execute(
-                "SELECT id, name, in_flight, COALESCE(delay, %s) FROM hosts"
-                f" WHERE wake_at < {PARKED} AND ready_at <= %s AND paused_until <= %s AND wake_at <= %s"
-                " AND in_flight < %s AND id <> ALL(%s) ORDER BY ready_at, id LIMIT %s FOR UPDATE SKIP LOCKED",
-                (self.delay, now, now, now, self.per_host, seen, max(limit - len(out), 16)),
-            ).fetchall()
-            if not hosts:
+            want = limit - len(out)
+            rows = conn.execute(LEASE, {
+                "delay": self.delay, "per_host": self.per_host, "now": now, "want": want, "seen": seen,
+                "hosts": max(want, 16), "until": lease_until,
+            }).fetchall()
+            if not rows:
                 break
-            for host_id, name, in_flight, delay in hosts:
-                seen.append(host_id)
-                room = min(1 if delay > 0 else self.per_host - in_flight, limit - len(out))
-                if room <= 0:
-                    break
-                rows = conn.execute(
-                    "UPDATE urls SET lease_until = %s WHERE id IN ("
-                    " SELECT id FROM urls WHERE host_id = %s AND queued AND next_fetch_time <= %s"
-                    " AND lease_until = 0 ORDER BY priority, id LIMIT %s FOR UPDATE SKIP LOCKED)"
-                    " RETURNING priority, id, url, depth, retries, etag, last_modified",
-                    (lease_until, host_id, now, room),
-                ).fetchall()
-                if rows:
-                    rows.sort(key=lambda r: (r[0], r[1]))  # RETURNING keeps no order
-                    conn.execute(
-                        "UPDATE hosts SET in_flight = in_flight + %s, ready_at = GREATEST(ready_at, %s)"
-                        " WHERE id = %s",
-                        (len(rows), now + delay, host_id),
-                    )
-                    out.extend(LeasedUrl(r[2], name, r[3], r[4], lease_until, r[5], r[6]) for r in rows)
-                if len(rows) < room:
-                    self._park(conn, host_id, now)
+            taken: dict[int, tuple[int, float]] = {}  # host id -> (URLs leased, its delay)
+            park: list[int] = []
+            # Rows come host by host in lease order, a host without a URL once with url NULL.
+            for host_id, name, room, delay, url, depth, retries, etag, last_modified in rows:
+                if host_id not in taken:
+                    if want <= 0:
+                        break  # the hosts after the last one leased from stay as they are
+                    seen.append(host_id)
+                    taken[host_id] = (0, delay)
+                    room = min(room, want)
+                    got = sum(1 for r in rows if r[0] == host_id and r[4] is not None)
+                    if got < room:
+                        park.append(host_id)
+                if url is not None and want > 0:
+                    taken[host_id] = (taken[host_id][0] + 1, delay)
+                    want -= 1
+                    out.append(LeasedUrl(url, name, depth, retries, lease_until, etag, last_modified))
+            busy = [(h, n, d) for h, (n, d) in taken.items() if n]
+            if busy:
+                conn.execute(
+                    "UPDATE hosts SET in_flight = in_flight + v.n,"
+                    " ready_at = GREATEST(ready_at, %s + v.delay)"
+                    " FROM unnest(%s::int[], %s::int[], %s::float8[]) AS v(id, n, delay)"
+                    " WHERE hosts.id = v.id",
+                    (now, [b[0] for b in busy], [b[1] for b in busy], [float(b[2]) for b in busy]),
+                )
+            if park:
+                self._park(conn, park, now)
         return out
 
-    def _park(self, conn: psycopg.Connection[Any], host_id: int, now: float) -> None:
-        """Skip a host with nothing leasable until its next URL is due or one of its leases expires."""
+    def _park(self, conn: psycopg.Connection[Any], host_ids: list[int], now: float) -> None:
+        """Skip hosts with nothing leasable until their next URL is due or one of their leases expires."""
         conn.execute(
-            "UPDATE hosts SET wake_at = w.at FROM (SELECT LEAST("
-            " (SELECT MIN(next_fetch_time) FROM urls"
-            "  WHERE host_id = %(id)s AND queued AND lease_until = 0),"
-            " (SELECT MIN(lease_until) FROM urls WHERE host_id = %(id)s AND lease_until > 0),"
-            " %(far)s) AS at) w WHERE hosts.id = %(id)s AND w.at > %(now)s",
-            {"id": host_id, "far": FAR_FUTURE, "now": now},
+            "UPDATE hosts SET wake_at = w.at FROM (SELECT p.host, LEAST("
+            " (SELECT MIN(next_fetch_time) FROM urls WHERE host_id = p.host AND queued AND lease_until = 0),"
+            " (SELECT MIN(lease_until) FROM urls WHERE host_id = p.host AND lease_until > 0),"
+            " %s) AS at FROM unnest(%s::int[]) AS p(host)) w WHERE hosts.id = w.host AND w.at > %s",
+            (FAR_FUTURE, host_ids, now),
         )
 
     def _reclaim_expired(self, conn: psycopg.Connection[Any], now: float) -> None:

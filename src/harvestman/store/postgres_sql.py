@@ -75,7 +75,8 @@ WITH fresh AS (
         SELECT nextval('urls_id_seq') AS id, t.* FROM unnest(
             %(url)s::text[], %(host)s::int[], %(depth)s::int[], %(score)s::float8[], %(parent)s::text[],
             %(priority)s::float8[]
-        ) WITH ORDINALITY AS t(url, host_id, depth, score, parent, priority, ord) ORDER BY ord OFFSET 0
+        ) WITH ORDINALITY AS t(url, host_id, depth, score, parent, priority, ord)
+        WHERE NOT EXISTS (SELECT 1 FROM urls u WHERE u.url = t.url) ORDER BY ord OFFSET 0
     ) s ORDER BY url COLLATE "C"
     ON CONFLICT DO NOTHING RETURNING host_id
 ), woken AS (
@@ -87,6 +88,37 @@ WITH fresh AS (
         (VALUES (0), (-1)) AS w(what) WHERE n > 0
 )
 SELECT COUNT(*) FROM fresh
+"""
+
+# One step of a lease: up to %(hosts)s ready hosts no one else holds (SKIP LOCKED: another process is
+# leasing from them or reporting back, and their clocks will say what is next when it commits), in
+# ready_at order; from each, up to its room of due URLs in its queue's order (one if it has a
+# delay, else what per_host leaves); of those, the first %(want)s in that order are leased. Every
+# host comes back, one without a URL once with NULLs, so that the caller parks it.
+LEASE = f"""
+WITH h AS (
+    SELECT id, name, ready_at, COALESCE(delay, %(delay)s) AS delay,
+        LEAST(CASE WHEN COALESCE(delay, %(delay)s) > 0 THEN 1 ELSE %(per_host)s - in_flight END, %(want)s)
+        AS room
+    FROM hosts
+    WHERE wake_at < {PARKED} AND ready_at <= %(now)s AND paused_until <= %(now)s AND wake_at <= %(now)s
+        AND in_flight < %(per_host)s AND id <> ALL(%(seen)s)
+    ORDER BY ready_at, id LIMIT %(hosts)s FOR UPDATE SKIP LOCKED
+), due AS (
+    SELECT u.id, row_number() OVER (ORDER BY h.ready_at, h.id, u.priority, u.id) AS n
+    FROM h CROSS JOIN LATERAL (
+        SELECT id, priority FROM urls
+        WHERE host_id = h.id AND queued AND next_fetch_time <= %(now)s AND lease_until = 0
+        ORDER BY priority, id LIMIT h.room FOR UPDATE SKIP LOCKED
+    ) u
+), leased AS (
+    UPDATE urls SET lease_until = %(until)s FROM due WHERE urls.id = due.id AND due.n <= %(want)s
+    RETURNING urls.host_id, urls.url, urls.depth, urls.retries, urls.etag, urls.last_modified,
+        urls.priority, urls.id
+)
+SELECT h.id, h.name, h.room, h.delay, l.url, l.depth, l.retries, l.etag, l.last_modified
+FROM h LEFT JOIN leased l ON l.host_id = h.id
+ORDER BY h.ready_at, h.id, l.priority, l.id
 """
 
 RECORD_COLS = (
