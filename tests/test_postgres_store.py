@@ -260,3 +260,18 @@ def test_open_store_opens_postgresql_locations(postgres_url: str) -> None:
         assert reader.pending() == 1 and [r.url for r in reader.records()] == ["http://a.test/"]
     finally:
         reader.close()
+
+
+def test_next_ready_time_may_be_early_until_a_lease_parks_an_emptied_host(postgres_url: str) -> None:
+    """next_ready_time does not ask each host whether it has work: a host emptied since the last
+    lease may give an early time (allowed: never later than the truth), and that lease parks it."""
+    with open_pg(postgres_url) as f:
+        f.add([nu("http://a.test/1"), nu("http://b.test/1")])
+        f.pause_host("b.test", T0 + 100, "retry-after")
+        [leased] = f.lease(5, T0)
+        f.complete([done(leased.url)], T0 + 1)  # a.test is empty now, its slot freed
+        early = f.next_ready_time()
+        assert early is not None and early <= T0 + 100
+        assert f.lease(5, T0 + 2) == []
+        assert f.next_ready_time() == T0 + 100
+        assert [x.url for x in f.lease(5, T0 + 100)] == ["http://b.test/1"]

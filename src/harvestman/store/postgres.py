@@ -22,7 +22,7 @@ from harvestman.model.errors import FrontierError
 from harvestman.model.faults import crash_point
 from harvestman.model.records import FetchOutcome, LeasedUrl, NewUrl, PageLinks, UrlState
 from harvestman.store.postgres_db import QUEUED, DatabaseError, PostgresDb, clean
-from harvestman.store.postgres_sql import FAR_FUTURE, FREE_HOST, INSERT_URLS, LEASE, WRITE_OUTCOME
+from harvestman.store.postgres_sql import FAR_FUTURE, FREE_HOST, INSERT_URLS, LEASE, PARKED, WRITE_OUTCOME
 
 if TYPE_CHECKING:
     import psycopg
@@ -364,11 +364,16 @@ class PostgresStore(PostgresDb):
 
         Every process leases from every host, so `everywhere` changes nothing here.
         """
-        # A full host waits for a lease to expire (or, sooner, a completion the engine sees itself).
+        if not self.pending():
+            return None
+        # Over the hosts not parked for good (the hosts_ready index), without asking each whether it
+        # has a queued URL (59 ms for 10,000 hosts): one that has none but is not parked yet gives an
+        # early time, which is allowed, and the lease then made parks it. A full host waits for a
+        # lease to expire (or, sooner, a completion the engine sees itself).
         row = self._read(
             "SELECT MIN(GREATEST(h.ready_at, h.paused_until, h.wake_at, CASE WHEN h.in_flight >= %s"
             " THEN COALESCE((SELECT MIN(lease_until) FROM urls WHERE host_id = h.id AND lease_until > 0), 0)"
-            " ELSE 0 END)) FROM hosts h WHERE EXISTS (SELECT 1 FROM urls WHERE host_id = h.id AND queued)",
+            f" ELSE 0 END)) FROM hosts h WHERE h.wake_at < {PARKED}",
             (self.per_host,),
         )[0]
         return None if row[0] is None else float(row[0])

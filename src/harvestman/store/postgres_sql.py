@@ -63,11 +63,15 @@ CREATE TABLE links(url_id BIGINT PRIMARY KEY, links TEXT NOT NULL);
 CREATE TABLE tallies(id BIGSERIAL PRIMARY KEY, what SMALLINT NOT NULL, n BIGINT NOT NULL);
 """
 
-# The seen check is the URL index's: one statement inserts the batch, known URLs do nothing (an index
-# probe each, no row written). Ids are drawn in the order given (the lease order among equals) but
-# rows go in by URL, so that two processes inserting the same new URLs wait in one order, never in a
-# circle. The hosts that got URLs are woken (a parked host has work again); then the count of new
-# UNFETCHED (and queued) URLs is appended to the tallies. One round trip for all of it.
+# The seen check is the URL index's: one statement inserts the batch; a known URL costs an index probe
+# (NOT EXISTS) and draws no id, and ON CONFLICT DO NOTHING settles a race with another process.
+# bench/frontier_add.py, 10^5 URLs over 2,000 hosts, 90% known: 67k offered URLs/s with the NOT
+# EXISTS filter, 57k with ON CONFLICT alone; at 10^6 URLs over 10,000 hosts 73k/s (SQLite 158k/s,
+# in-process; both on a busy 2-core machine, one run each). Ids are drawn in the order given (the
+# lease order among equals) but rows go in by URL, so that two processes inserting the same new URLs
+# wait in one order, never in a circle. The hosts that got URLs are woken (a parked host has work
+# again); then the count of new UNFETCHED (and queued) URLs is appended to the tallies. One round
+# trip for all of it.
 INSERT_URLS = """
 WITH fresh AS (
     INSERT INTO urls(id, url, host_id, depth, score, parent, priority)
