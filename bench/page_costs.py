@@ -184,7 +184,7 @@ def leased(url: str) -> LeasedUrl:
 
 def outcome(page: Page, result: FetchResult) -> FetchOutcome:
     """The engine's decision on a fetched page: its state, validators and content signature."""
-    return decide(result, page.leased, time.time(), CFG).outcome
+    return decide(result, page.leased, time.time(), CFG.politeness).outcome
 
 
 def filler_database(path: Path, count: int, hosts: int = 1000) -> None:

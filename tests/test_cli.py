@@ -191,11 +191,16 @@ def test_download_fetches_exactly_the_listed_urls(web: Web, tmp_path: Path) -> N
     assert {row["url"] for row in export_rows(out)} == set(listed)
 
 
-def test_config_file_sets_options_and_the_command_line_overrides_it(web: Web, tmp_path: Path) -> None:
+@pytest.mark.parametrize("text", [
+    '[crawl]\nmax_pages = 3\nper_host = 1\nscope = "host"\nallow_net = ["127.1.0.0/16"]\nquiet = true\n',
+    # The same in section tables.
+    '[run]\nmax_pages = 3\nquiet = true\n[politeness]\nper_host = 1\n[links]\nscope = "host"\n'
+    '[fetch]\nallow_net = ["127.1.0.0/16"]\n',
+], ids=["flat", "sections"])
+def test_config_file_sets_options_and_the_command_line_overrides_it(web: Web, tmp_path: Path,
+                                                                    text: str) -> None:
     config = tmp_path / "crawl.toml"
-    config.write_text(
-        '[crawl]\nmax_pages = 3\nper_host = 1\nscope = "host"\nallow_net = ["127.1.0.0/16"]\nquiet = true\n'
-    )
+    config.write_text(text)
     seed = web.chain_url("/")  # no robots-disallowed links there: every URL done is a request
     done, entries = during(web, lambda: run_cli("crawl", seed, "--out", str(tmp_path / "a"), "--config",
                                                 str(config)))
@@ -222,6 +227,7 @@ def test_config_file_sets_options_and_the_command_line_overrides_it(web: Web, tm
         ("[crawl]\nmax_depth = true\n", "max_depth"),
         ("[crawl]\nextra_headers = 5\n", "extra_headers"),
         ("seeds = 5\n", "seeds"),
+        ("[fetch]\nper_host = 1\n", "'per_host' belongs in [politeness], not in [fetch]"),
     ],
 )
 def test_a_bad_config_file_gets_exit_2_and_one_line(tmp_path: Path, text: str, message: str) -> None:

@@ -8,7 +8,16 @@ from typing import Any
 
 import pytest
 
-from harvestman.model.config import CrawlConfig, ResolveEntry, config_from_mapping
+from harvestman.model.config import (
+    SECTIONS,
+    CrawlConfig,
+    FetchSettings,
+    PolitenessSettings,
+    ResolveEntry,
+    RobotsSettings,
+    config_from_mapping,
+    load_toml,
+)
 from harvestman.model.errors import ConfigError
 
 FIELDS = [f.name for f in dataclasses.fields(CrawlConfig)]
@@ -121,3 +130,108 @@ def test_the_mapping_and_the_constructor_agree() -> None:
     assert config_from_mapping({"max-pages": 3}).max_pages == 3  # dashed names, as on the command line
     with pytest.raises(ConfigError, match="unknown setting 'colour'"):
         config_from_mapping({"colour": "green"})
+
+
+# ----- sections: each part of the crawler reads its own ----------------------------------------
+
+
+def test_every_setting_sits_in_exactly_one_section_with_its_type() -> None:
+    types = {f.name: str(f.type) for f in dataclasses.fields(CrawlConfig)}
+    seen: list[str] = []
+    for kind in SECTIONS.values():
+        for f in dataclasses.fields(kind):
+            assert str(f.type) == types[f.name], f.name
+            seen.append(f.name)
+    assert sorted(seen) == sorted(types)  # each field once, none left out
+    assert set(SECTIONS).isdisjoint(types)  # a section's name never shadows a setting's
+
+
+def test_sections_carry_the_checked_values() -> None:
+    cfg = CrawlConfig(timeout=5, resolve=["a.test:80:127.1.0.1"], retries=1, robots_ttl=9,
+                      max_depth=2, out_dir="d", seeds=["http://a.test/"])
+    assert cfg.fetch.timeout == 5.0 and cfg.fetch.resolve == (ResolveEntry("a.test", 80, "127.1.0.1"),)
+    assert isinstance(cfg.fetch, FetchSettings) and isinstance(cfg.politeness, PolitenessSettings)
+    assert cfg.politeness.retries == 1 and cfg.robots == RobotsSettings(True, 9.0)
+    assert cfg.links.max_depth == 2 and cfg.storage.out_dir == Path("d")
+    assert cfg.run.seeds == ("http://a.test/",)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.fetch.timeout = 1  # type: ignore[misc]
+
+
+# Where a CrawlConfig may be handed whole: the places that build the crawler's parts from it.
+WHOLE_CONFIG_ALLOWED = {"model/config.py", "crawl/engine.py", "crawl/download.py", "crawl/workers.py",
+                        "crawl/job.py", "app/cli.py", "app/demo.py", "__init__.py"}
+
+
+def test_only_the_builders_see_the_whole_config() -> None:
+    src = Path(__file__).parent.parent / "src" / "harvestman"
+    seen = {str(p.relative_to(src)) for p in src.rglob("*.py") if "CrawlConfig" in p.read_text()}
+    assert seen <= WHOLE_CONFIG_ALLOWED, seen - WHOLE_CONFIG_ALLOWED
+
+
+FLAT = """
+[crawl]
+seeds = ["http://a.test/"]
+timeout = 5
+delay = 1.5
+max_depth = 3
+[crawl.extra_headers]
+X-A = "b"
+"""
+SECTIONED = """
+[run]
+seeds = ["http://a.test/"]
+[fetch]
+timeout = 5
+[fetch.extra_headers]
+X-A = "b"
+[politeness]
+delay = 1.5
+[links]
+max_depth = 3
+"""
+MIXED = """
+max_depth = 3
+[fetch]
+timeout = 5
+[crawl]
+seeds = ["http://a.test/"]
+[crawl.politeness]
+delay = 1.5
+[crawl.fetch.extra_headers]
+X-A = "b"
+"""
+
+
+@pytest.mark.parametrize("text", [SECTIONED, MIXED])
+def test_a_file_with_section_tables_reads_as_the_flat_one(tmp_path: Path, text: str) -> None:
+    flat, other = tmp_path / "flat.toml", tmp_path / "other.toml"
+    flat.write_text(FLAT)
+    other.write_text(text)
+    assert load_toml(other) == load_toml(flat)
+    cfg = config_from_mapping(load_toml(other))
+    assert (cfg.fetch.timeout, cfg.politeness.delay, cfg.links.max_depth) == (5.0, 1.5, 3)
+    assert cfg.fetch.extra_headers == (("X-A", "b"),)
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("[fetch]\ndelay = 1\n", "'delay' belongs in \\[politeness\\], not in \\[fetch\\]"),
+        ("timeout = 1\n[fetch]\ntimeout = 2\n", "'timeout' is given twice"),
+        ("timeout = 1\n[crawl]\ntimeout = 2\n", "'timeout' is given twice"),
+        ("[fetch]\ncolour = 1\n", "unknown setting 'colour' in \\[fetch\\]"),
+        ("fetch = 5\n", "\\[fetch\\] must be a table"),
+        ("[fetch]\ntimeout = 'soon'\n", "'timeout' wants a number"),
+    ],
+)
+def test_a_misplaced_setting_is_refused_by_name(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "c.toml"
+    path.write_text(text)
+    with pytest.raises(ConfigError, match=message):
+        config_from_mapping(load_toml(path))
+
+
+def test_a_mapping_takes_section_tables_too() -> None:
+    cfg = config_from_mapping({"fetch": {"max-size": 10}, "politeness": {"retries": 0}})
+    assert cfg == CrawlConfig(max_size=10, retries=0)

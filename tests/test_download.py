@@ -513,8 +513,9 @@ def test_decide_and_download_give_each_result_the_same_retry_verdict() -> None:
     results = first_results()
     assert results["too many redirects"].error_class == "too_many_redirects"
     leased = LeasedUrl("http://x.test/", "x.test", 0, 0, RULE_NOW)
-    by_decide = {name: not decide(r, leased, RULE_NOW, cfg).final for name, r in results.items()}
-    by_rule = {name: download_retry(r, 1, cfg).retry for name, r in results.items()}
+    rules = cfg.politeness
+    by_decide = {name: not decide(r, leased, RULE_NOW, rules).final for name, r in results.items()}
+    by_rule = {name: download_retry(r, 1, cfg.politeness).retry for name, r in results.items()}
     # download()'s whole path: one attempt more where the rule retries. A short Retry-After cap
     # keeps the 503 (no Retry-After: the default wait) quick here.
     transport, urls = rule_transport()
@@ -526,7 +527,7 @@ def test_decide_and_download_give_each_result_the_same_retry_verdict() -> None:
 
 
 def test_retry_after_is_honoured_and_capped_alike_and_only_the_back_off_differs() -> None:
-    cfg = CrawlConfig(retries=2, retry_after_cap=600)
+    cfg = CrawlConfig(retries=2, retry_after_cap=600).politeness
     leased = LeasedUrl("http://x.test/", "x.test", 0, 0, RULE_NOW)
 
     def waits(status: int, *headers: tuple[str, str]) -> tuple[float, float, float]:
@@ -542,5 +543,6 @@ def test_retry_after_is_honoured_and_capped_alike_and_only_the_back_off_differs(
     assert waits(500) == (2.0, 0.5, 0.0)  # the back-off: a list download's is shorter
     # The last attempt is not retried, through either.
     r = FetchResult(url="http://x.test/", final_url="http://x.test/", status=500)
-    assert decide(r, LeasedUrl("http://x.test/", "x.test", 0, 2, RULE_NOW), RULE_NOW, cfg).final
+    last = LeasedUrl("http://x.test/", "x.test", 0, 2, RULE_NOW)
+    assert decide(r, last, RULE_NOW, cfg).final
     assert not download_retry(r, 3, cfg).retry and download_retry(r, 2, cfg).retry

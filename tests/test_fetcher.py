@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gzip
 from pathlib import Path
 
@@ -14,8 +15,9 @@ from harvestman.fetch.fetcher import FOLLOW, Fetcher, HopVerdict, redirect_targe
 from harvestman.fetch.transport import CurlTransport, MemoryTransport, TransportSettings, make_response
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import ConnectFetchError, RedirectRefusedError, TimeoutFetchError, is_transient
-from harvestman.model.records import FetchResult, HttpRequest, HttpResponse, UrlState
+from harvestman.model.records import FetchResult, HttpRequest, HttpResponse, LeasedUrl, RedirectHop, UrlState
 from harvestman.net.addrguard import AddressGuard
+from harvestman.policy.outcome import decide
 from tests.conformance import url_cases
 from tests.crawlcheck import consistent_records
 from tests.httpserver import Handler, RouteServer, RouteValue
@@ -64,6 +66,66 @@ def test_redirect_chain_relative_and_absolute() -> None:
     assert [(h.url, h.status, h.location) for h in r.redirects] == [
         (f"{A}/1", 301, f"{A}/2"), (f"{A}/2", 307, f"{A}/3"), (f"{A}/3", 308, "http://b.test/end")]
     assert r.wire_bytes == 4
+
+
+CHAIN = {
+    f"{A}/1": redirect(f"{A}/1", "/2", 301),
+    f"{A}/2": redirect(f"{A}/2", "3", 307),
+    f"{A}/3": redirect(f"{A}/3", "http://b.test/end", 308),
+    "http://b.test/end": make_response("http://b.test/end", 200, body=b"done"),
+}
+
+
+def test_a_chain_the_transport_followed_itself_gives_the_same_result() -> None:
+    by_hop = fetch(MemoryTransport(CHAIN), f"{A}/1")
+    following = MemoryTransport(CHAIN, follow_redirects=10)
+    reported = fetch(following, f"{A}/1")
+    assert reported.redirects == by_hop.redirects and len(reported.redirects) == 3
+    for name in ("status", "final_url", "body", "wire_bytes", "error_class"):
+        assert getattr(reported, name) == getattr(by_hop, name), name
+
+
+def test_the_hops_a_transport_took_are_judged_as_if_taken_here() -> None:
+    async def refuse_b(url: str) -> HopVerdict:
+        return HopVerdict(False, "out of scope") if "b.test" in url else FOLLOW
+
+    refused = fetch(MemoryTransport(CHAIN, follow_redirects=10), f"{A}/1", hop_check=refuse_b)
+    # The result is the refused redirect, as a hop-by-hop fetch would have ended: its status, its URL.
+    assert refused.error_class == "redirect_refused" and "out of scope" in refused.error_message
+    assert refused.status == 308 and refused.final_url == f"{A}/3" and len(refused.redirects) == 2
+    assert refused.body == b""  # the body of a page outside the crawl is not kept
+
+    async def known_2(url: str) -> HopVerdict:
+        return HopVerdict(False) if url.endswith("/2") else FOLLOW
+
+    ended = fetch(MemoryTransport(CHAIN, follow_redirects=10), f"{A}/1", hop_check=known_2)
+    assert not ended.error and ended.status == 301 and ended.final_url == f"{A}/1"
+    assert ended.redirects == () and ended.header("location") == f"{A}/2"
+    leased = LeasedUrl(f"{A}/1", "a.test", 0, 0, 0.0)
+    outcome = decide(ended, leased, 0.0, CrawlConfig().politeness).outcome
+    assert outcome.state == UrlState.REDIRECT_PERM and outcome.final_url == f"{A}/2"
+
+
+def test_the_hops_a_transport_took_count_towards_max_redirects() -> None:
+    r = fetch(MemoryTransport(CHAIN, follow_redirects=10), f"{A}/1", max_redirects=2)
+    assert r.error_class == "too_many_redirects" and len(r.redirects) == 2
+
+
+def test_a_transport_that_stops_at_a_redirect_is_followed_on_from_there() -> None:
+    class FollowsTheFirst(MemoryTransport):
+        """Follows the first redirect itself (reporting it), then returns each redirect as it is."""
+
+        async def fetch(self, request: HttpRequest) -> HttpResponse:
+            if request.url != f"{A}/1":
+                return await super().fetch(request)
+            hop = RedirectHop(f"{A}/1", 301, f"{A}/2")
+            return dataclasses.replace(await super().fetch(HttpRequest(f"{A}/2")), redirects=(hop,))
+
+    t = FollowsTheFirst(CHAIN)
+    r = fetch(t, f"{A}/1")
+    assert r.status == 200 and r.body == b"done"
+    assert r.redirects == fetch(MemoryTransport(CHAIN), f"{A}/1").redirects
+    assert [q.url for q in t.requests] == [f"{A}/2", f"{A}/3", "http://b.test/end"]
 
 
 def test_redirect_loop_stops() -> None:
@@ -164,6 +226,38 @@ def test_over_real_sockets_redirect_then_gzip() -> None:
     assert to_file_result.error_class == "redirect_refused"
     assert loop.error_class == "too_many_redirects"
     assert srv.paths.count("/loop") == 6
+
+
+def test_over_real_sockets_libcurl_follows_and_the_fetcher_judges_its_hops() -> None:
+    routes: dict[str, RouteValue] = {
+        "/start": (301, {"Location": "/page"}, b""),
+        "/page": (302, {"Location": "/end"}, b"moved"),
+        "/end": (200, {"Content-Type": "text/plain"}, b"end"),
+    }
+
+    async def refuse_end(url: str) -> HopVerdict:
+        return HopVerdict(False, "out of scope") if url.endswith("/end") else FOLLOW
+
+    with RouteServer(routes, host="127.1.0.8") as srv:
+        async def main() -> list[FetchResult]:
+            transport = CurlTransport(TransportSettings(user_agent="t", guard=AddressGuard(["127.0.0.0/8"]),
+                                                        follow_redirects=5))
+            try:
+                return [await fetcher.fetch(srv.url("/start"), timeout=5, max_size=1000)
+                        for fetcher in (Fetcher(transport), Fetcher(transport, hop_check=refuse_end),
+                                        Fetcher(transport, max_redirects=1))]
+            finally:
+                await transport.aclose()
+
+        plain, refused, short = asyncio.run(main())
+    assert plain.status == 200 and plain.body == b"end" and plain.final_url == srv.url("/end")
+    assert [(h.url, h.status, h.location) for h in plain.redirects] == [
+        (srv.url("/start"), 301, srv.url("/page")), (srv.url("/page"), 302, srv.url("/end"))]
+    assert plain.wire_bytes > 0 and plain.remote_addr == "127.1.0.8"
+    assert refused.error_class == "redirect_refused" and refused.status == 302
+    assert refused.final_url == srv.url("/page") and refused.body == b""
+    assert short.error_class == "too_many_redirects"
+    assert srv.paths == ["/start", "/page", "/end"] * 3  # libcurl took every hop itself
 
 
 def test_head_follows_redirects_with_a_head_at_every_hop_over_real_sockets() -> None:

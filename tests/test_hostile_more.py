@@ -559,8 +559,8 @@ def test_a_changed_robots_txt_applies_within_a_day(route_server: Callable[..., R
     cfg = CrawlConfig(allow_net=("127.0.0.0/8",), robots_ttl=7 * 24 * 3600.0)
 
     async def main(srv: HostileServer) -> list[tuple[bool, bool, int]]:
-        transport = CurlTransport(TransportSettings.from_config(cfg))
-        gate = RobotsGate(transport, cfg, clock=clock.time)
+        transport = CurlTransport(TransportSettings.from_fetch(cfg.fetch))
+        gate = RobotsGate(transport, cfg.robots, cfg.fetch, cfg.politeness, clock=clock.time)
         seen = []
         try:
             for step in (0.0, 3600.0, 22 * 3600.0, 3599.0, 2.0, 3600.0):

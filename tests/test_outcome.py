@@ -7,7 +7,7 @@ from harvestman.model.records import FetchResult, LeasedUrl, RedirectHop, UrlSta
 from harvestman.policy.outcome import decide
 
 NOW = 1_800_000_000.0
-CFG = CrawlConfig(retries=2)
+CFG = CrawlConfig(retries=2).politeness  # decide reads its section only
 URL = "http://a.test/"
 
 

@@ -496,8 +496,8 @@ def test_robots_gate_asks_again_soon_after_5xx_and_daily_after_success(servers: 
         expected = [1, 1, 1, 1, 2]
 
     async def main() -> list[int]:
-        transport = CurlTransport(TransportSettings.from_config(cfg))
-        gate = RobotsGate(transport, cfg, clock=clock.time)
+        transport = CurlTransport(TransportSettings.from_fetch(cfg.fetch))
+        gate = RobotsGate(transport, cfg.robots, cfg.fetch, cfg.politeness, clock=clock.time)
         asks = []
         try:
             for step in steps:

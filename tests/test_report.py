@@ -16,7 +16,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from harvestman.app.progress import SUMMARY_HOSTS, print_summary
 from harvestman.app.report import export_records
-from harvestman.model.config import CrawlConfig, config_from_mapping, load_toml
+from harvestman.model.config import SECTION_OF, CrawlConfig, config_from_mapping, load_toml
 from harvestman.model.records import FetchOutcome, NewUrl, UrlState
 from harvestman.store.sqlite_store import SqliteStore
 from tests.crawlcheck import run_cli
@@ -192,11 +192,15 @@ def test_example_config_documents_every_setting_at_its_default() -> None:
     assert sorted(table) == sorted(fields), set(fields) ^ set(table)  # each setting, and no other
     lines = example.read_text().splitlines()
     for name in fields:
-        # Set on a line of its own, under a comment (a group of settings may share one).
-        at = lines.index(f"[crawl.{name}]") if name == "extra_headers" else next(
+        # Set on a line of its own, under a comment (a group of settings may share one), in the
+        # table of its section.
+        at = lines.index(f"[fetch.{name}]") if name == "extra_headers" else next(
             i for i, line in enumerate(lines) if line.startswith(f"{name} = "))
         above = next(line for line in reversed(lines[:at]) if " = " not in line or line.startswith("#"))
         assert above.startswith("#"), f"{name} has no comment above it"
+        table_at = lines[:at + 1] if name == "extra_headers" else lines[:at]
+        section = next(line for line in reversed(table_at) if line.startswith("["))
+        assert section.startswith(f"[{SECTION_OF[name]}"), f"{name} is not in [{SECTION_OF[name]}]"
     # The values shown are the defaults, except the seeds an example must fill in.
     default = CrawlConfig()
     changed = {name for name in fields if getattr(cfg, name) != getattr(default, name)}

@@ -259,10 +259,10 @@ def test_cancelled_fetch_does_not_break_transport(server: RouteServer) -> None:
     assert resp.status == 200
 
 
-def test_settings_from_config() -> None:
+def test_settings_from_the_fetch_section() -> None:
     cfg = CrawlConfig(allow_net=("127.0.0.0/8",), resolve=(ResolveEntry("a.test", 80, "::1"),),
                       verify_tls=False, user_agent="ua")
-    s = TransportSettings.from_config(cfg)
+    s = TransportSettings.from_fetch(cfg.fetch)
     assert s.resolve == ("a.test:80:[::1]",)
     assert s.guard.is_allowed("127.0.0.1")
     assert not s.verify_tls

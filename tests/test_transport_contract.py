@@ -4,11 +4,13 @@ server and over MemoryTransport serving the same canned responses.
 What every transport must do: GET and HEAD, status and headers as sent, the body content-decoded
 and cut at max_size (truncated set), a 3xx returned as-is (redirects are followed above the
 transport), failures raised as the same FetchError class (connection refused, deadline passed).
+Set to follow redirects itself, a transport reports the chain of hops it took in the response.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import gzip
 import socket
 import time
@@ -26,8 +28,14 @@ from harvestman.fetch.transport import (
     TransportSettings,
     make_response,
 )
-from harvestman.model.errors import ConfigError, ConnectFetchError, TimeoutFetchError
-from harvestman.model.records import HttpMethod, HttpRequest, HttpResponse
+from harvestman.model.errors import (
+    ConfigError,
+    ConnectFetchError,
+    ProtocolFetchError,
+    TimeoutFetchError,
+    TooManyRedirectsError,
+)
+from harvestman.model.records import HttpMethod, HttpRequest, HttpResponse, RedirectHop
 from harvestman.net.addrguard import AddressGuard
 from tests.httpserver import RouteHandler, RouteServer
 
@@ -41,7 +49,10 @@ CANNED: dict[str, tuple[int, dict[str, str], bytes]] = {
     "/gzip": (200, {"Content-Type": "text/plain", "Content-Encoding": "gzip"}, gzip.compress(BODY)),
     "/moved": (301, {"Location": "/", "Content-Type": "text/plain"}, b"moved"),
     "/big": (200, {"Content-Type": "application/octet-stream"}, b"x" * (3 * CAP)),
+    "/hop": (302, {"Location": "/moved", "Content-Type": "text/plain"}, b"hop"),
+    "/mailto": (302, {"Location": "mailto:someone@contract.test"}, b""),
 }
+FOLLOW = 5  # redirects a following transport takes itself
 
 
 @dataclass
@@ -52,13 +63,14 @@ class Backend:
     base: str  # scheme://host:port of the canned routes
     refused: str  # a URL where no one accepts a connection
     slow: str  # a URL whose answer comes only after SLOW seconds
+    following: Callable[[int], Transport]  # the same transport set to follow N redirects itself
 
     def url(self, path: str) -> str:
         return self.base + path
 
-    def run(self, fn: Callable[[Transport], Awaitable[T]]) -> T:
+    def run(self, fn: Callable[[Transport], Awaitable[T]], follow: int = 0) -> T:
         async def main() -> T:
-            transport = self.make()
+            transport = self.following(follow) if follow else self.make()
             try:
                 return await fn(transport)
             finally:
@@ -66,9 +78,11 @@ class Backend:
 
         return asyncio.run(main())
 
-    def fetch(self, path: str, method: HttpMethod = "GET", **request: object) -> HttpResponse:
+    def fetch(self, path: str, method: HttpMethod = "GET", follow: int = 0,
+              **request: object) -> HttpResponse:
         url = path if "://" in path else self.url(path)
-        return self.run(lambda t: t.fetch(HttpRequest(url, method=method, **request)))  # type: ignore[arg-type]
+        made = HttpRequest(url, method=method, **request)  # type: ignore[arg-type]
+        return self.run(lambda t: t.fetch(made), follow)
 
 
 def _echo_method(handler: RouteHandler) -> None:
@@ -97,7 +111,8 @@ def curl_backend() -> Iterator[Backend]:
         settings = TransportSettings(user_agent="harvestman-test", guard=AddressGuard(["127.0.0.0/8"]),
                                      connect_timeout=3.0)
         yield Backend(lambda: CurlTransport(settings), srv.url("").rstrip("/"),
-                      f"http://127.0.0.1:{_closed_port()}/", srv.url("/slow"))
+                      f"http://127.0.0.1:{_closed_port()}/", srv.url("/slow"),
+                      lambda n: CurlTransport(dataclasses.replace(settings, follow_redirects=n)))
 
 
 def memory_backend() -> Backend:
@@ -118,7 +133,8 @@ def memory_backend() -> Backend:
     # so this half checks it is raised as-is; the curl half checks the mapping over a real socket.
     refused = "http://refused.test/"
     routes[refused] = ConnectFetchError("curl error 7: Couldn't connect to server")
-    return Backend(lambda: MemoryTransport(routes), base, refused, base + "/slow")
+    return Backend(lambda: MemoryTransport(routes), base, refused, base + "/slow",
+                   lambda n: MemoryTransport(routes, follow_redirects=n))
 
 
 @pytest.fixture(params=["curl", "memory"])
@@ -156,7 +172,28 @@ def test_a_get_after_a_head_on_the_same_transport_has_its_body(backend: Backend)
 def test_a_redirect_is_returned_as_is(backend: Backend) -> None:
     resp = backend.fetch("/moved")
     assert resp.status == 301 and resp.header("location") == "/" and resp.body == b"moved"
-    assert resp.url == backend.url("/moved")
+    assert resp.url == backend.url("/moved") and resp.redirects == ()
+
+
+def test_a_following_transport_reports_the_chain_it_took(backend: Backend) -> None:
+    resp = backend.fetch("/hop", follow=FOLLOW)
+    assert resp.status == 200 and resp.body == BODY and resp.url == backend.url("/")
+    assert resp.redirects == (RedirectHop(backend.url("/hop"), 302, backend.url("/moved")),
+                              RedirectHop(backend.url("/moved"), 301, backend.url("/")))
+    # A chain: from the URL asked for, each hop where the last one went, ending at the response.
+    assert [h.url for h in resp.redirects[1:]] == [h.location for h in resp.redirects[:-1]]
+    assert resp.redirects[-1].location == resp.url
+    head = backend.fetch("/hop", "HEAD", follow=FOLLOW)
+    assert head.status == 200 and head.body == b"" and head.redirects == resp.redirects
+    plain = backend.fetch("/", follow=FOLLOW)
+    assert plain.redirects == () and plain.url == backend.url("/")
+
+
+def test_a_following_transport_stops_at_its_cap_and_at_other_schemes(backend: Backend) -> None:
+    with pytest.raises(TooManyRedirectsError):
+        backend.fetch("/hop", follow=1)
+    with pytest.raises(ProtocolFetchError):
+        backend.fetch("/mailto", follow=FOLLOW)
 
 
 def test_the_size_cap_cuts_the_body_and_says_so(backend: Backend) -> None:

@@ -1,1 +1,2 @@
-"""Helpers the tests (and benchmarks) share: real servers started in temporary folders."""
+"""Helpers shared by tests (and benchmarks): loopback sites, sinks that record what they see, a private
+PostgreSQL server."""

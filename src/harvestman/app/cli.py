@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import signal
 import sys
@@ -16,8 +15,8 @@ from harvestman import __version__
 from harvestman.app.progress import ProgressDisplay, print_summary
 from harvestman.app.report import EXPORT_FORMATS, crawl_report, export_records
 from harvestman.app.seeds import check_seeds, run_verdict
-from harvestman.crawl.engine import Crawler, CrawlStats, deferred_note
-from harvestman.crawl.workers import WorkerPool, tune_for_crawling, worker_count
+from harvestman.crawl.engine import CrawlStats, deferred_note
+from harvestman.crawl.job import CrawlJob
 from harvestman.model.config import CrawlConfig, config_from_mapping, load_toml
 from harvestman.model.errors import (
     EXIT_FAILED,
@@ -28,6 +27,7 @@ from harvestman.model.errors import (
     HarvestmanError,
     StorageError,
 )
+from harvestman.model.records import RunVerdict
 
 DB_HELP = "the crawl database (default DIR/crawl.db): a path, sqlite:///PATH or postgresql://USER@HOST/DB"
 
@@ -221,7 +221,7 @@ def check_before_creating(cfg: CrawlConfig) -> None:
                           "to start one")
 
 
-def finish(cfg: CrawlConfig, stats: CrawlStats) -> int:
+def finish(cfg: CrawlConfig, stats: CrawlStats, verdict: RunVerdict) -> int:
     """After a run: the summary, then (on stderr) what waits beyond --max-wait and why nothing was
     fetched, if so; the exit status."""
     if not cfg.quiet and not cfg.log_json:
@@ -229,7 +229,6 @@ def finish(cfg: CrawlConfig, stats: CrawlStats) -> int:
     if stats.deferred:
         print(f"harvestman: {deferred_note(stats.deferred, stats.deferred_until, cfg.max_wait)}",
               file=sys.stderr)
-    verdict = run_verdict(cfg.out_dir, cfg.db)
     for line in verdict.lines:
         print(f"harvestman: {line}", file=sys.stderr)
     return verdict.exit_status
@@ -238,46 +237,28 @@ def finish(cfg: CrawlConfig, stats: CrawlStats) -> int:
 def run_crawl(cfg: CrawlConfig) -> int:
     """Run one crawl with a progress display and a summary; Ctrl-C stops it cleanly."""
     check_before_creating(cfg)
-    workers = worker_count(cfg)
-    if workers > 1:
-        return _run_with_workers(cfg, workers)
-    tune_for_crawling()
-    crawler = Crawler(cfg)
-    display = None if cfg.quiet or cfg.log_json else ProgressDisplay(crawler.stats)
-    on_signal = _StopOnSignal(crawler.stop, cfg.quiet)
-
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, on_signal)
-        await crawler.run()
-
-    if display is not None:
-        with display:
-            asyncio.run(main())
-    else:
-        asyncio.run(main())
-    return finish(cfg, crawler.stats)
-
-
-def _run_with_workers(cfg: CrawlConfig, count: int) -> int:
-    """`run_crawl` over several worker processes; the parent relays Ctrl-C and shows the progress."""
-    stats = CrawlStats()
-    pool = WorkerPool(cfg, count, stats)
-    on_signal = _StopOnSignal(pool.stop, cfg.quiet)
+    job = CrawlJob(cfg, verdict=lambda folder: run_verdict(folder, cfg.db))
+    on_signal = _StopOnSignal(job.stop, cfg.quiet)
     previous = {sig: signal.signal(sig, lambda _sig, _frame: on_signal())
                 for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        pool.start()  # before the display's thread: the workers are forked
-        if cfg.quiet or cfg.log_json:
-            pool.wait()
-        else:
-            with ProgressDisplay(stats):
-                pool.wait()
+        job.start()  # before the display's thread: worker processes are forked
+        try:
+            if cfg.quiet or cfg.log_json:
+                job.wait()
+            else:
+                with ProgressDisplay(job.stats):
+                    job.wait()
+        except BaseException:  # the run must not go on unwatched
+            job.stop(abandon=True)
+            job.wait()
+            raise
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    return finish(cfg, stats)
+    status = job.result()
+    assert status.verdict is not None
+    return finish(cfg, job.stats, status.verdict)
 
 
 def run_demo(out: Path | None, quiet: bool) -> int:

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 from harvestman.crawl.robots_gate import RobotsFailure, RobotsGate, RobotsVerdict
 from harvestman.fetch.fetcher import FOLLOW, Fetcher, HopVerdict
 from harvestman.fetch.transport import CurlTransport, Transport, TransportSettings
-from harvestman.model.config import CrawlConfig, config_from_mapping
+from harvestman.model.config import CrawlConfig, PolitenessSettings, config_from_mapping
 from harvestman.model.errors import UnsupportedUrlError, error_for
 from harvestman.model.records import FetchResult
 from harvestman.model.sync import iterate_in_thread
@@ -52,20 +52,22 @@ class Download:
 
     async def _run(self) -> AsyncGenerator[FetchResult, None]:
         cfg = self._config
-        transport = self._transport or CurlTransport(TransportSettings.from_config(cfg))
+        fetch, polite, obey = cfg.fetch, cfg.politeness, cfg.robots.obey_robots
+        concurrency = cfg.run.concurrency
+        transport = self._transport or CurlTransport(TransportSettings.from_fetch(fetch))
         deferrals: dict[str, str] = {}  # origin + "/" -> why robots.txt last deferred it
-        gate = RobotsGate(transport, cfg, host_key=lambda origin: origin,
+        gate = RobotsGate(transport, cfg.robots, fetch, polite, host_key=lambda origin: origin,
                           on_defer=lambda origin, _until, why: deferrals.__setitem__(origin, why))
         journal = RunJournal(self._log_dir, events=False) if self._log_dir else None
-        total = asyncio.Semaphore(cfg.concurrency)
-        per_host = _HostSlots(cfg.per_host)
+        total = asyncio.Semaphore(concurrency)
+        per_host = _HostSlots(polite.per_host)
         done: asyncio.Queue[FetchResult] = asyncio.Queue()
 
         async def verdict_for(url: str, *, holding_slot: bool) -> RobotsVerdict:
             """robots.txt's verdict on `url`; a deferral (429, unreachable) is waited out `retries` times."""
-            if not cfg.obey_robots:
+            if not obey:
                 return ALLOWED
-            checks = cfg.retries + 1
+            checks = polite.retries + 1
             for check in range(1, checks + 1):
                 if holding_slot:  # a redirect hop: its fetch already holds a global slot
                     verdict = await gate.check(url)
@@ -90,8 +92,8 @@ class Download:
                 return HopVerdict(False, "disallowed by robots.txt")
             return FOLLOW
 
-        fetcher = Fetcher(transport, max_redirects=cfg.max_redirects,
-                          hop_check=hop_check if cfg.obey_robots else None)
+        fetcher = Fetcher(transport, max_redirects=fetch.max_redirects,
+                          hop_check=hop_check if obey else None)
 
         async def attempts(url: str) -> FetchResult:
             if resolve(url) is None:
@@ -103,21 +105,21 @@ class Download:
                 return _refused(url, verdict.failure.error_class, verdict.failure.message)
             if not verdict.allowed:
                 return _refused(url, "robots", f"disallowed by {_origin(url)}/robots.txt; not requested")
-            delay = cfg.delay
+            delay = polite.delay
             if verdict.crawl_delay is not None:
-                delay = max(delay, min(verdict.crawl_delay, cfg.crawl_delay_cap))
+                delay = max(delay, min(verdict.crawl_delay, polite.crawl_delay_cap))
             attempt = 1
             started_at = 0.0
             while True:
                 # The host's slot first: a URL waiting for a busy host must not hold a global one.
                 async with per_host.slot(host, delay):
                     async with total:
-                        result = await fetcher.fetch(url, timeout=cfg.timeout, max_size=cfg.max_size,
-                                                     attempt=attempt, headers=cfg.extra_headers)
+                        result = await fetcher.fetch(url, timeout=fetch.timeout, max_size=fetch.max_size,
+                                                     attempt=attempt, headers=fetch.extra_headers)
                     if delay:
                         await asyncio.sleep(delay)  # held inside the host's slot: the delay is per host
                 started_at = started_at or result.started_at
-                again = download_retry(result, attempt, cfg)
+                again = download_retry(result, attempt, polite)
                 if not again.retry:
                     # started_at is when the first attempt began, as FetchResult documents.
                     return dataclasses.replace(result, started_at=started_at)
@@ -138,7 +140,7 @@ class Download:
         # A bounded window of tasks, refilled as results come: memory follows the concurrency, not
         # the length of the list.
         urls = iter(self._urls)
-        window = cfg.concurrency * WINDOW_PER_SLOT
+        window = concurrency * WINDOW_PER_SLOT
         tasks: set[asyncio.Task[None]] = set()
         started = yielded = 0
 
@@ -220,15 +222,15 @@ def _refused(url: str, error_class: str, message: str) -> FetchResult:
                        started_at=time.time())
 
 
-def download_retry(result: FetchResult, attempt: int, cfg: CrawlConfig) -> RetryVerdict:
+def download_retry(result: FetchResult, attempt: int, politeness: PolitenessSettings) -> RetryVerdict:
     """The crawl's retry rule (outcome.decide follows it too) with a list download's shorter back-off.
 
     The one difference: a crawl re-queues the URL and has other work meanwhile, a list download
     waits on it, so its back-off starts at 0.5 s and stops at 30 s. Retry-After is honoured the
     same; host_wait is not needed here, as the URL itself waits it out (no host queue to pause).
     """
-    return retry_verdict(result, attempt, retries=cfg.retries, now=time.time(),
-                         retry_after_cap=cfg.retry_after_cap,
+    return retry_verdict(result, attempt, retries=politeness.retries, now=time.time(),
+                         retry_after_cap=politeness.retry_after_cap,
                          backoff_base=DOWNLOAD_BACKOFF_BASE, backoff_cap=DOWNLOAD_BACKOFF_CAP)
 
 

@@ -6,12 +6,13 @@ import asyncio
 import contextlib
 import sys
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harvestman.crawl.parse import parse_html
 from harvestman.crawl.robots_gate import RobotsGate
+from harvestman.crawl.sinks import SinkContext, SinkFactory, SinkPipeline
 from harvestman.fetch.fetcher import FOLLOW, Fetcher, HopVerdict
 from harvestman.fetch.transport import ACCEPT_ENCODING, CurlTransport, Transport, TransportSettings
 from harvestman.model.config import CrawlConfig
@@ -97,6 +98,7 @@ class _Run:
     robots: RobotsGate
     scope: Scope
     on_page: PageHandler | None
+    sinks: SinkPipeline | None  # None when there is none: one check a page
     # Resolved link -> (normalized URL, host) when it is to be followed, else None (followed_links).
     follow: dict[str, tuple[str, str] | None] = field(default_factory=dict)
 
@@ -110,6 +112,14 @@ def deferred_note(count: int, until: float, max_wait: float) -> str:
     urls = "1 URL waits" if count == 1 else f"{count} URLs wait"
     return (f"{urls} (the first until {when}), longer than --max-wait {max_wait:g}s: "
             "--resume continues them")
+
+
+def finished_message(stats: CrawlStats, max_wait: float) -> str:
+    """The message of a run's CRAWL_FINISHED event: its counts, and what waits beyond --max-wait."""
+    message = f"{stats.fetched} fetched, {stats.failed} failed"
+    if stats.deferred:
+        message += "; " + deferred_note(stats.deferred, stats.deferred_until, max_wait)
+    return message
 
 
 def with_scheme(seed: str) -> str:
@@ -128,9 +138,11 @@ class Crawler:
         frontier: Store | None = None,
         on_event: EventHandler | None = None,
         worker: WorkerSlot | None = None,
+        sinks: Sequence[SinkFactory] = (),
     ) -> None:
         self.config = config
         self.worker = worker  # None: this process runs the whole crawl
+        self._sink_factories = tuple(sinks)
         self.stats = CrawlStats()
         self._transport = transport
         self._frontier = frontier
@@ -143,6 +155,7 @@ class Crawler:
         self._wake = asyncio.Event()
         self._done_total = 0
         self._keys = HostKeys(config.host_key, config.resolve)
+        self._politeness = config.politeness  # made once: outcome.decide reads it for every page
         # Hosts whose failure streak the frontier is counting, with the URLs counted in it.
         self._failing_hosts = FailureStreaks()
         self._retrying: set[str] = set()  # URLs handed back for another attempt, for the display
@@ -206,7 +219,7 @@ class Crawler:
         frontier = self._frontier or self.open_frontier()
         journal = RunJournal(out, sys.stdout if cfg.log_json else None)
         self._listeners.insert(0, journal.event)
-        transport = self._transport or CurlTransport(TransportSettings.from_config(cfg))
+        transport = self._transport or CurlTransport(TransportSettings.from_fetch(cfg.fetch))
         try:
             if worker is None:
                 seeds = await self._prepare(frontier, journal)
@@ -215,22 +228,32 @@ class Crawler:
                 seeds = (frontier.get_meta("seeds") or "").split("\n")
             prefix = "harvestman" if worker is None else f"harvestman-w{worker.index}"
             warc = WarcWriter(out / "warc", max_bytes=cfg.warc_max_bytes, prefix=prefix)
+            sinks: SinkPipeline | None = None
             try:
+                if self._sink_factories:
+                    place = SinkContext(out, worker.index, worker.count) if worker else SinkContext(out)
+                    sinks = SinkPipeline(self._sink_factories, place)
                 scope = Scope(seeds, cfg.scope, cfg.include, cfg.exclude)
                 robots = RobotsGate(
                     transport,
-                    cfg,
+                    cfg.robots,
+                    cfg.fetch,
+                    self._politeness,
                     on_defer=lambda host, until, why: self._pause(frontier, host, until, why),
                     host_key=self._keys.key,
                 )
                 # The hop check reads `run`, bound below, only when a redirect is followed.
                 fetcher = Fetcher(transport, max_redirects=cfg.max_redirects,
                                   hop_check=lambda url: self._hop_check(url, run))
-                run = _Run(frontier, journal, warc, fetcher, robots, scope, on_page)
+                run = _Run(frontier, journal, warc, fetcher, robots, scope, on_page, sinks)
                 self._emit(Event(EventKind.CRAWL_STARTED, time.time(), message=" ".join(seeds)))
                 await self._loop_until_done(run)
             finally:
-                warc.close()
+                try:
+                    warc.close()
+                finally:
+                    if sinks is not None:
+                        sinks.close()
         finally:
             try:
                 self._flush(frontier, journal, time.time())
@@ -239,7 +262,7 @@ class Crawler:
                         EventKind.CRAWL_FINISHED,
                         time.time(),
                         bytes=self.stats.bytes,
-                        message=self._finished_message(),
+                        message=finished_message(self.stats, cfg.max_wait),
                     )
                 )
             finally:
@@ -252,13 +275,6 @@ class Crawler:
         if self._fatal is not None:
             raise self._fatal
         return self.stats
-
-    def _finished_message(self) -> str:
-        stats = self.stats
-        message = f"{stats.fetched} fetched, {stats.failed} failed"
-        if stats.deferred:
-            message += "; " + deferred_note(stats.deferred, stats.deferred_until, self.config.max_wait)
-        return message
 
     def _make_output_folder(self) -> Path:
         out = Path(self.config.out_dir)
@@ -464,7 +480,8 @@ class Crawler:
                                              max_size=cfg.max_size, attempt=leased.retries + 1)
             parsed, hosts = self._outlinks(result, leased, run) if cfg.follow_links else (None, {})
             # The title from the parse the links needed anyway: no page is parsed for it alone.
-            decision = decide(result, leased, time.time(), cfg, title=parsed.title if parsed else "")
+            decision = decide(result, leased, time.time(), self._politeness,
+                              title=parsed.title if parsed else "")
             self.stats.bytes += result.wire_bytes
             links = list(hosts)
             known = self._known
@@ -481,8 +498,12 @@ class Crawler:
             self._pending.append((decision.outcome, new_urls))
             crash_point("fetched-before-commit")  # crash tests: stored in the WARC, not yet committed
             self._account(decision, result, leased, run)
-            if run.on_page is not None and result.status and decision.final:
-                await run.on_page(CrawledPage(result, parsed, leased.depth, tuple(links)))
+            if (run.on_page is not None or run.sinks is not None) and result.status and decision.final:
+                page = CrawledPage(result, parsed, leased.depth, tuple(links))
+                if run.sinks is not None:
+                    run.sinks.write(page)
+                if run.on_page is not None:
+                    await run.on_page(page)
         except StorageError as exc:
             # Nothing can be stored (a full disk, say): stop, leaving this URL and those in flight
             # leased, so that --resume fetches them once the cause is mended.
@@ -584,9 +605,9 @@ class Crawler:
             return None, {}
         if not 200 <= result.status < 300:
             return None, {}
-        # Text and anchors only for a library consumer: the crawl itself stores raw bytes.
+        # Text and anchors only for a library consumer or a sink: the crawl itself stores raw bytes.
         parsed = parse_html(result.text, result.final_url, max_links=cfg.max_outlinks,
-                            with_text=run.on_page is not None)
+                            with_text=run.on_page is not None or run.sinks is not None)
         if parsed.nofollow or leased.depth + 1 > cfg.max_depth:
             return parsed, {}
         if len(run.follow) > FOLLOW_CACHE:

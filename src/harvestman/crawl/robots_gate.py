@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 
 from harvestman.fetch.fetcher import SENSITIVE_HEADERS, Fetcher
 from harvestman.fetch.transport import Transport
-from harvestman.model.config import CrawlConfig
+from harvestman.model.config import FetchSettings, PolitenessSettings, RobotsSettings
 from harvestman.model.errors import is_transient
 from harvestman.model.records import FetchResult
 from harvestman.policy.robots import RobotsCache, rules_for_response
@@ -52,12 +52,23 @@ class RobotsGate:
     def __init__(
         self,
         transport: Transport,
-        config: CrawlConfig,
+        robots: RobotsSettings,
+        fetch: FetchSettings,
+        politeness: PolitenessSettings,
         on_defer: Callable[[str, float, str], None] | None = None,
         host_key: Callable[[str], str] | None = None,
         clock: Callable[[], float] | None = None,
     ) -> None:
-        self._config = config
+        """`robots`: obey and trust; `fetch`: the user agent, deadline and headers of robots.txt
+        fetches; `politeness`: how often an unreachable robots.txt is asked for again (retries)."""
+        self._obey = robots.obey_robots
+        self._ttl = robots.robots_ttl
+        self._agent = fetch.user_agent
+        self._timeout = min(fetch.timeout, ROBOTS_TIMEOUT_CAP)
+        # The configured headers, but never credentials: robots.txt is public by definition, and it
+        # is also fetched for the target of a cross-origin redirect hop, where they must not go.
+        self._headers = tuple((k, v) for k, v in fetch.extra_headers if k.lower() not in SENSITIVE_HEADERS)
+        self._retries = politeness.retries
         self._fetcher = Fetcher(transport, max_redirects=ROBOTS_MAX_REDIRECTS)
         self._cache = RobotsCache()
         self._inflight: dict[str, asyncio.Future[None]] = {}
@@ -70,7 +81,7 @@ class RobotsGate:
 
     async def check(self, url: str) -> RobotsVerdict:
         """The verdict for `url` under its origin's robots.txt (fetched on first use)."""
-        if not self._config.obey_robots:
+        if not self._obey:
             return RobotsVerdict(True)
         parts = urlsplit(url)
         origin = f"{parts.scheme}://{parts.netloc}"
@@ -84,7 +95,7 @@ class RobotsGate:
                 return RobotsVerdict(False, failure=failure)
             rules = self._cache.get(origin, now)
             if rules is not None:
-                agent = self._config.user_agent
+                agent = self._agent
                 return RobotsVerdict(rules.allowed(url, agent), rules.crawl_delay(agent))
             await self._load(origin)
         # The load stored nothing that is still valid (a zero TTL): refuse for now, ask again later.
@@ -111,24 +122,19 @@ class RobotsGate:
             del self._inflight[origin]
 
     async def _fetch(self, origin: str) -> None:
-        cfg = self._config
-        result = await self._fetcher.fetch(
-            f"{origin}/robots.txt", timeout=min(cfg.timeout, ROBOTS_TIMEOUT_CAP), max_size=ROBOTS_MAX_BYTES,
-            # The configured headers, but never credentials: robots.txt is public by definition, and
-            # it is also fetched for the target of a cross-origin redirect hop, where they must not go.
-            headers=[(k, v) for k, v in cfg.extra_headers if k.lower() not in SENSITIVE_HEADERS],
-        )
+        result = await self._fetcher.fetch(f"{origin}/robots.txt", timeout=self._timeout,
+                                           max_size=ROBOTS_MAX_BYTES, headers=self._headers)
         now = self._clock()
         rules, ttl, defer = rules_for_response(result.status, result.body, result.error_class)
         if defer:  # 429: the host asks for rest; judge nothing until it has had it
-            self._defer(origin, now + min(ttl, cfg.robots_ttl), "robots.txt answered 429")
+            self._defer(origin, now + min(ttl, self._ttl), "robots.txt answered 429")
             return
         if result.status >= 500 or (result.error_class and result.error_class not in UNAVAILABLE_ERRORS):
             self._unreachable(origin, result, now)
             return
         self._attempts.pop(origin, None)
         self._failures.pop(origin, None)
-        self._cache.put(origin, rules, now + min(ttl, cfg.robots_ttl))
+        self._cache.put(origin, rules, now + min(ttl, self._ttl))
 
     def _unreachable(self, origin: str, result: FetchResult, now: float) -> None:
         """Defer the host and try again, or after enough attempts fail its URLs with the cause."""
@@ -138,7 +144,7 @@ class RobotsGate:
             transient = is_transient(error_class)
         else:
             error_class, cause, transient = "robots_unavailable", f"HTTP {result.status}", True
-        if transient and attempts <= self._config.retries:
+        if transient and attempts <= self._retries:
             self._attempts[origin] = attempts
             wait = ROBOTS_RETRY_BASE * 2 ** (attempts - 1)
             self._defer(origin, now + wait, f"robots.txt unreachable: {cause}")

@@ -12,7 +12,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from harvestman.fetch.content import decode_text, detect_charset, media_type, sniff_binary
-from harvestman.fetch.transport import Transport
+from harvestman.fetch.transport import REDIRECT_STATUSES, Transport
 from harvestman.model.errors import (
     FetchError,
     RedirectRefusedError,
@@ -21,9 +21,8 @@ from harvestman.model.errors import (
     UnsupportedUrlError,
 )
 from harvestman.model.records import FetchResult, HttpMethod, HttpRequest, HttpResponse, RedirectHop, Timings
-from harvestman.net.urls import resolve
+from harvestman.net.urls import header_text, resolve
 
-REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 FETCHABLE_SCHEMES = frozenset({"http", "https"})
 # Credentials must not follow a redirect to another origin or down from https to http.
 SENSITIVE_HEADERS = frozenset({"authorization", "cookie", "proxy-authorization"})
@@ -70,16 +69,20 @@ def redirect_target(location: str, current: str) -> str:
 
 def location_target(location: str, current: str) -> str:
     """Where a `Location` header's value, as read from the wire, sends a redirect from `current`."""
-    return redirect_target(_header_text(location), current)
+    return redirect_target(header_text(location), current)
 
 
-def _header_text(value: str) -> str:
-    """A header value read as latin-1 (one character a byte), decoded as UTF-8 as browsers do for
-    Location: raw UTF-8 bytes become the characters they spell, invalid bytes U+FFFD."""
-    try:
-        return value.encode("latin-1").decode("utf-8", "replace")
-    except UnicodeEncodeError:  # not read from the wire (a test's canned response): already text
-        return value
+def _headers_for_hop(headers: tuple[tuple[str, str], ...], current: str, target: str
+                     ) -> tuple[tuple[str, str], ...]:
+    """The request headers for a hop: credentials dropped when it leaves the origin or https."""
+    if _origin(target) != _origin(current) or (_scheme(current) == "https" and _scheme(target) != "https"):
+        return tuple((k, v) for k, v in headers if k.lower() not in SENSITIVE_HEADERS)
+    return headers
+
+
+def _redirect_response(hop: RedirectHop) -> HttpResponse:
+    """A hop a transport followed itself, as the redirect response it answered (no body kept)."""
+    return HttpResponse(hop.url, hop.status, (("Location", hop.location),), b"", 0, False, Timings())
 
 
 class Fetcher:
@@ -113,32 +116,50 @@ class Fetcher:
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     raise TimeoutFetchError(f"deadline of {timeout:g}s passed while following redirects")
-                response = await self.transport.fetch(
+                answer = await self.transport.fetch(
                     HttpRequest(current, headers=request_headers, timeout=remaining, max_size=max_size,
                                 method=method))
-                wire_bytes += response.wire_bytes
+                wire_bytes += answer.wire_bytes
+                stopped = False
+                # Hops the transport took itself, judged as if taken here. Where one is not to be
+                # followed, the result is that redirect (its response is all the record needs).
+                for hop in answer.redirects:
+                    response = _redirect_response(hop)
+                    current = hop.url
+                    target = redirect_target(hop.location, current)
+                    if not await self._follow(hop.url, hop.status, target, hops):
+                        stopped = True
+                        break
+                    request_headers = _headers_for_hop(request_headers, current, target)
+                    current = target
+                if stopped:
+                    break
+                response = answer
                 location = response.header("location")
                 if response.status not in REDIRECT_STATUSES or not location:
                     break
                 target = location_target(location, current)
-                if len(hops) >= self.max_redirects:
-                    raise TooManyRedirectsError(
-                        f"more than {self.max_redirects} redirects (last to {target[:200]})")
-                if self.hop_check is not None:
-                    verdict = await self.hop_check(target)
-                    if verdict.refusal:
-                        raise RedirectRefusedError(f"redirect to {target[:200]} refused: {verdict.refusal}")
-                    if not verdict.follow:
-                        break  # the redirect response is the result
-                hops.append(RedirectHop(current, response.status, target))
-                if _origin(target) != _origin(current) or (
-                        _scheme(current) == "https" and _scheme(target) != "https"):
-                    request_headers = tuple((k, v) for k, v in request_headers
-                                            if k.lower() not in SENSITIVE_HEADERS)
+                if not await self._follow(current, response.status, target, hops):
+                    break  # the redirect response is the result
+                request_headers = _headers_for_hop(request_headers, current, target)
                 current = target
         except FetchError as exc:
             return self._result(url, current, hops, response, wire_bytes, started_at, start, attempt, exc)
         return self._result(url, current, hops, response, wire_bytes, started_at, start, attempt, None)
+
+    async def _follow(self, url: str, status: int, target: str, hops: list[RedirectHop]) -> bool:
+        """Whether to follow the redirect from `url` to `target` (then added to `hops`); raises
+        when it is one too many or refused."""
+        if len(hops) >= self.max_redirects:
+            raise TooManyRedirectsError(f"more than {self.max_redirects} redirects (last to {target[:200]})")
+        if self.hop_check is not None:
+            verdict = await self.hop_check(target)
+            if verdict.refusal:
+                raise RedirectRefusedError(f"redirect to {target[:200]} refused: {verdict.refusal}")
+            if not verdict.follow:
+                return False
+        hops.append(RedirectHop(url, status, target))
+        return True
 
     @staticmethod
     def _result(url: str, final_url: str, hops: list[RedirectHop], response: HttpResponse | None,

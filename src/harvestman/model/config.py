@@ -1,4 +1,8 @@
-"""Crawl configuration: one frozen record, built from keyword arguments, a TOML file or the CLI."""
+"""Crawl configuration: one frozen record, built from keyword arguments, a TOML file or the CLI.
+
+`CrawlConfig` is the whole a user writes; each part of the crawler is handed only its section
+(`cfg.fetch`, `cfg.politeness`, ...), a frozen record of the few settings it reads.
+"""
 
 from __future__ import annotations
 
@@ -11,13 +15,14 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from harvestman.model.errors import ConfigError
 
 SCOPES = ("host", "domain", "any")
 HOST_KEYS = ("host", "domain", "ip")
 DEFAULT_USER_AGENT = "harvestman/0.1 (+https://pypi.org/project/harvestman/)"
+_S = TypeVar("_S")
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +37,97 @@ class ResolveEntry:
         """The string libcurl's CURLOPT_RESOLVE expects."""
         addr = f"[{self.address}]" if ":" in self.address else self.address
         return f"{self.host}:{self.port}:{addr}"
+
+
+# ----- sections: what each part of the crawler reads ------------------------------------------
+# Made by CrawlConfig (which checks every value), never by hand; each CrawlConfig field sits in
+# exactly one section (tests/test_config.py checks it).
+
+
+@dataclass(frozen=True, slots=True)
+class FetchSettings:
+    """One request and its transport: deadlines, sizes, identity, TLS, addresses, extra headers."""
+
+    timeout: float
+    connect_timeout: float
+    low_speed_limit: int
+    low_speed_time: float
+    max_size: int
+    max_redirects: int
+    user_agent: str
+    extra_headers: tuple[tuple[str, str], ...]
+    resolve: tuple[ResolveEntry, ...]
+    allow_net: tuple[str, ...]
+    verify_tls: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PolitenessSettings:
+    """How hard one host is pressed: connections, spacing, its page budget, retries and waits."""
+
+    per_host: int
+    delay: float
+    crawl_delay_cap: float
+    retries: int
+    retry_after_cap: float
+    max_wait: float
+    max_pages_per_host: int
+    host_key: str
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsSettings:
+    """Whether robots.txt is obeyed, and how long a fetched one is trusted."""
+
+    obey_robots: bool
+    robots_ttl: float
+
+
+@dataclass(frozen=True, slots=True)
+class LinkSettings:
+    """Which links a page gives the crawl: scope, patterns, depth, and the caps on links."""
+
+    follow_links: bool
+    scope: str
+    include: tuple[str, ...]
+    exclude: tuple[str, ...]
+    max_depth: int
+    max_url_length: int
+    max_outlinks: int
+
+
+@dataclass(frozen=True, slots=True)
+class StorageSettings:
+    """Where a crawl is kept: its folder, the WARC files' size, how long a lease lasts."""
+
+    out_dir: Path
+    warc_max_bytes: int
+    lease_seconds: float
+    db: str  # the crawl database: '' for out_dir/crawl.db
+
+
+@dataclass(frozen=True, slots=True)
+class RunSettings:
+    """One run of the command: its seeds, how much it does at once and in all, what it prints."""
+
+    seeds: tuple[str, ...]
+    resume: bool
+    max_pages: int
+    concurrency: int
+    workers: int
+    quiet: bool
+    log_json: bool
+
+
+# Section name (a CrawlConfig property, and a TOML table) -> its record.
+SECTIONS: dict[str, type[Any]] = {
+    "fetch": FetchSettings,
+    "politeness": PolitenessSettings,
+    "robots": RobotsSettings,
+    "links": LinkSettings,
+    "storage": StorageSettings,
+    "run": RunSettings,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +188,42 @@ class CrawlConfig:
     def replace(self, **changes: Any) -> CrawlConfig:
         """A copy with some fields changed (validated again)."""
         return dataclasses.replace(self, **changes)
+
+    # The sections, made on each access: a part of the crawler takes its own once, when it is built.
+
+    @property
+    def fetch(self) -> FetchSettings:
+        """The settings of one request and its transport."""
+        return _section(self, FetchSettings)
+
+    @property
+    def politeness(self) -> PolitenessSettings:
+        """The settings of how hard one host is pressed, retries included."""
+        return _section(self, PolitenessSettings)
+
+    @property
+    def robots(self) -> RobotsSettings:
+        """The settings of robots.txt."""
+        return _section(self, RobotsSettings)
+
+    @property
+    def links(self) -> LinkSettings:
+        """The settings of which links are followed."""
+        return _section(self, LinkSettings)
+
+    @property
+    def storage(self) -> StorageSettings:
+        """The settings of the crawl folder and what is written there."""
+        return _section(self, StorageSettings)
+
+    @property
+    def run(self) -> RunSettings:
+        """The settings of one run as a whole."""
+        return _section(self, RunSettings)
+
+
+def _section(cfg: CrawlConfig, kind: type[_S]) -> _S:
+    return kind(*(getattr(cfg, name) for name in _SECTION_FIELDS[kind]))
 
 
 def _validate(cfg: CrawlConfig) -> None:
@@ -239,6 +371,9 @@ _CONVERTERS: dict[str, Callable[[str, Any], Any]] = {
 }
 _FIELD_CONVERTERS = tuple((f.name, _CONVERTERS[str(f.type)]) for f in dataclasses.fields(CrawlConfig))
 _FIELDS = frozenset(name for name, _ in _FIELD_CONVERTERS)
+_SECTION_FIELDS = {kind: tuple(f.name for f in dataclasses.fields(kind)) for kind in SECTIONS.values()}
+# Setting name -> the section it belongs to.
+SECTION_OF = {name: section for section, kind in SECTIONS.items() for name in _SECTION_FIELDS[kind]}
 
 
 def _convert(cfg: CrawlConfig) -> None:
@@ -247,26 +382,58 @@ def _convert(cfg: CrawlConfig) -> None:
         object.__setattr__(cfg, name, convert(name, getattr(cfg, name)))
 
 
-def config_from_mapping(values: Mapping[str, Any], base: CrawlConfig | None = None) -> CrawlConfig:
-    """Build a config from a mapping (a TOML table or CLI options), names as in CrawlConfig (or dashed)."""
-    changes: dict[str, Any] = {}
-    for raw_key, value in values.items():
+def flat_settings(values: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of a mapping by their CrawlConfig names: dashed names (`max-depth`) and section
+    tables (`{"fetch": {"timeout": 5}}`, a TOML `[fetch]`) taken apart; a setting given twice, in the
+    wrong section or unknown is a ConfigError naming it."""
+    flat: dict[str, Any] = {}
+
+    def put(raw_key: Any, value: Any, section: str = "") -> None:
         key = str(raw_key).replace("-", "_")
         if key not in _FIELDS:
-            raise ConfigError(f"unknown setting {raw_key!r}")
-        changes[key] = value
-    return dataclasses.replace(base or CrawlConfig(), **changes)
+            where = f" in [{section}]" if section else ""
+            raise ConfigError(f"unknown setting {raw_key!r}{where}")
+        if section and SECTION_OF[key] != section:
+            raise ConfigError(f"setting {key!r} belongs in [{SECTION_OF[key]}], not in [{section}]")
+        if key in flat:
+            raise ConfigError(f"setting {key!r} is given twice")
+        flat[key] = value
+
+    for raw_key, value in values.items():
+        section = str(raw_key)
+        if section in SECTIONS:
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"[{section}] must be a table of settings, got {value!r}")
+            for name, item in value.items():
+                put(name, item, section)
+        else:
+            put(raw_key, value)
+    return flat
+
+
+def config_from_mapping(values: Mapping[str, Any], base: CrawlConfig | None = None) -> CrawlConfig:
+    """Build a config from a mapping (a TOML file or CLI options): names as in CrawlConfig (or
+    dashed), flat or in section tables (`[fetch]`, `[politeness]`, ...)."""
+    return dataclasses.replace(base or CrawlConfig(), **flat_settings(values))
 
 
 def load_toml(path: Path) -> dict[str, Any]:
-    """Read a TOML config file; its settings may sit at the top or under [crawl]."""
+    """Read a TOML config file as flat settings; they may sit at the top, under [crawl], or in section
+    tables ([fetch], [politeness], ... at the top or under [crawl])."""
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
-    table = data.get("crawl", data)
-    if not isinstance(table, dict):
+    crawl = data.pop("crawl", {})
+    if not isinstance(crawl, dict):
         raise ConfigError(f"config file {path}: [crawl] must be a table")
-    return table
+    try:
+        top, nested = flat_settings(data), flat_settings(crawl)
+    except ConfigError as exc:
+        raise ConfigError(f"config file {path}: {exc}") from None
+    twice = sorted(top.keys() & nested.keys())
+    if twice:
+        raise ConfigError(f"config file {path}: setting {twice[0]!r} is given twice")
+    return top | nested

@@ -54,8 +54,23 @@ class HttpRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class RedirectHop:
+    """One redirect on the way to the final URL: from `url`, with `status`, to `location` (absolute)."""
+
+    url: str
+    status: int
+    location: str
+
+
+@dataclass(frozen=True, slots=True)
 class HttpResponse:
-    """One HTTP response as the transport returns it; the body is already content-decoded."""
+    """One HTTP response as the transport returns it; the body is already content-decoded.
+
+    A transport that returns each 3xx as it is (CurlTransport by default) leaves `redirects` empty.
+    One that follows redirects itself (libcurl's FOLLOWLOCATION, a browser) reports the hops it took
+    there: the first from the requested URL, each `location` the next hop's `url`, the last's
+    `location` this response's `url`; the Fetcher judges them as if it had taken them itself.
+    """
 
     url: str
     status: int
@@ -66,19 +81,11 @@ class HttpResponse:
     timings: Timings
     remote_addr: str = ""
     http_version: str = ""
+    redirects: tuple[RedirectHop, ...] = ()  # hops the transport followed itself, oldest first
 
     def header(self, name: str) -> str | None:
         """The last value of header `name` (case-insensitive), or None."""
         return last_header(self.headers, name)
-
-
-@dataclass(frozen=True, slots=True)
-class RedirectHop:
-    """One redirect on the way to the final URL."""
-
-    url: str
-    status: int
-    location: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,3 +297,11 @@ class HostTotals:
     states: dict[UrlState, int]  # URLs in each state (every state present, zero included)
     errors: int  # URLs with an error class recorded
     wire_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunVerdict:
+    """The command's exit status after a run, and the lines (for stderr) that explain it."""
+
+    exit_status: int
+    lines: tuple[str, ...] = ()

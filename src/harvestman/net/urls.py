@@ -108,6 +108,15 @@ def resolve(href: str, base: str | None = None) -> str | None:
     return parsed.href if parsed is not None else None
 
 
+def header_text(value: str) -> str:
+    """A header value read as latin-1 (one character a byte), decoded as UTF-8 as browsers do for
+    Location: raw UTF-8 bytes become the characters they spell, invalid bytes U+FFFD."""
+    try:
+        return value.encode("latin-1").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # not read from the wire (a test's canned response): already text
+        return value
+
+
 def _repeated_segment(path: str, limit: int) -> str | None:
     if path.count("/") <= limit:
         return None

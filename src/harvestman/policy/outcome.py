@@ -8,7 +8,7 @@ from typing import Any
 
 from harvestman.fetch.content import sha1_base32
 from harvestman.fetch.fetcher import location_target
-from harvestman.model.config import CrawlConfig
+from harvestman.model.config import PolitenessSettings
 from harvestman.model.errors import RedirectRefusedError
 from harvestman.model.records import FetchOutcome, FetchResult, LeasedUrl, UrlState
 from harvestman.policy.politeness import RetryVerdict, is_host_failure, retry_verdict
@@ -44,11 +44,12 @@ def redirect_target(result: FetchResult) -> str:
     return ""
 
 
-def decide(result: FetchResult, leased: LeasedUrl, now: float, cfg: CrawlConfig, *,
+def decide(result: FetchResult, leased: LeasedUrl, now: float, politeness: PolitenessSettings, *,
            title: str = "") -> Decision:
     """Map one fetch result to the URL's next state, following Nutch's status rules.
 
-    `title`: the page's <title>, when the crawl parsed it.
+    `politeness`: the crawl's retry rules (retries, retry_after_cap); `title`: the page's <title>,
+    when the crawl parsed it.
     """
     status = result.status
     # Keyword arguments, not a FetchOutcome to replace(): each outcome is built once (a replace()
@@ -89,8 +90,8 @@ def decide(result: FetchResult, leased: LeasedUrl, now: float, cfg: CrawlConfig,
                           final_url=redirect_target(result))
         return Decision(refused, reason=result.error_message)
     # The retry rule download() follows too (politeness.retry_verdict), with the crawl's back-off.
-    verdict = retry_verdict(result, leased.retries + 1, retries=cfg.retries, now=now,
-                            retry_after_cap=cfg.retry_after_cap)
+    verdict = retry_verdict(result, leased.retries + 1, retries=politeness.retries, now=now,
+                            retry_after_cap=politeness.retry_after_cap)
     if result.error:
         message = result.error_message or result.error_class
         if verdict.transient:
