@@ -7,6 +7,7 @@ shared by many processes has to show. A real server (tests/support/postgres.py) 
 from __future__ import annotations
 
 import itertools
+import json
 import multiprocessing
 import os
 import signal
@@ -23,12 +24,16 @@ from harvestman.model.errors import FrontierError
 from harvestman.model.records import LeasedUrl, UrlState
 from harvestman.store.factory import open_store
 from harvestman.store.frontier import Store
+from tests.crawlcheck import run_cli
+from tests.httpserver import RouteServer
 from tests.support.stores import T0, done, host_of, nu
 
 psycopg = pytest.importorskip("psycopg")
 
 from harvestman.store.postgres import PostgresStore  # noqa: E402
 from harvestman.store.postgres_sql import SCHEMA_VERSION  # noqa: E402
+
+HTML = {"Content-Type": "text/html"}
 
 
 def open_pg(url: str, **kw: Any) -> PostgresStore:
@@ -275,3 +280,21 @@ def test_next_ready_time_may_be_early_until_a_lease_parks_an_emptied_host(postgr
         assert f.lease(5, T0 + 2) == []
         assert f.next_ready_time() == T0 + 100
         assert [x.url for x in f.lease(5, T0 + 100)] == ["http://b.test/1"]
+
+
+def test_a_crawl_status_and_export_on_postgresql(postgres_url: str, tmp_path: Any) -> None:
+    """The CLI's --db takes a postgresql:// location: a loopback crawl, its status and export."""
+    out = tmp_path / "out"
+    routes = {"/": (200, HTML, b'<a href="/a">a</a><a href="/b">b</a>'), "/a": (200, HTML, b"<p>a"),
+              "/b": (404, HTML, b"gone")}
+    with RouteServer(routes, host="127.5.3.2") as srv:
+        crawled = run_cli("crawl", srv.url("/"), "--out", str(out), "--db", postgres_url,
+                          "--allow-net", "127.5.0.0/16", "--workers", "1", "-q")
+        assert crawled.returncode == 0, crawled.stderr
+    assert not (out / "crawl.db").exists()
+    status = run_cli("status", str(out), "--db", postgres_url, "--json")
+    assert status.returncode == 0, status.stderr
+    states = json.loads(status.stdout)["states"]
+    assert (states["fetched"], states["gone"]) == (2, 1)
+    exported = run_cli("export", str(out), "--db", postgres_url)
+    assert exported.returncode == 0 and "3 records" in exported.stdout, exported.stderr
