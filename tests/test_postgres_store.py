@@ -298,3 +298,18 @@ def test_a_crawl_status_and_export_on_postgresql(postgres_url: str, tmp_path: An
     assert (states["fetched"], states["gone"]) == (2, 1)
     exported = run_cli("export", str(out), "--db", postgres_url)
     assert exported.returncode == 0 and "3 records" in exported.stdout, exported.stderr
+
+
+def test_two_worker_processes_share_a_postgresql_crawl(postgres_url: str, tmp_path: Any) -> None:
+    """--workers 2 on PostgreSQL: both processes lease from one database, every page once."""
+    routes: dict[str, Any] = {
+        "/": (200, HTML, "".join(f'<a href="/p{i}">p</a>' for i in range(60)).encode())}
+    routes.update({f"/p{i}": (200, HTML, b"<p>x") for i in range(60)})
+    with RouteServer(routes, host="127.5.3.3") as srv:
+        crawled = run_cli("crawl", srv.url("/"), "--out", str(tmp_path / "out"), "--db", postgres_url,
+                          "--allow-net", "127.5.0.0/16", "--workers", "2", "-q")
+        assert crawled.returncode == 0, crawled.stderr
+        pages = Counter(p for p in srv.paths if p != "/robots.txt")
+    assert set(pages) == set(routes) and set(pages.values()) == {1}
+    with PostgresStore.open_read_only(postgres_url) as f:
+        assert f.counts()[UrlState.FETCHED] == 61 and f.pending() == 0 and f.in_flight() == 0
