@@ -1,1 +1,2 @@
-"""Helpers shared by tests: loopback sites, sinks that record what they see."""
+"""Helpers shared by tests (and benchmarks): loopback sites, sinks that record what they see, a private
+PostgreSQL server."""
