@@ -1,9 +1,13 @@
-"""Grow the SQLite frontier to 10^7 URLs as discovered outlinks arrive; print URLs/s and RSS on the way.
+"""Grow the frontier to 10^7 URLs as discovered outlinks arrive; print URLs/s and RSS on the way.
 
     python bench/frontier_add.py [--total 10000000] [--hosts 10000] [--batch 1000] [--known-share 0.9]
                                  [--spread] [--dir /tmp] [--pragma NAME=VALUE ...]
+                                 [--db postgresql://... | --postgres] [--lease N]
 
-Opens a SqliteStore on a new file in a temporary directory under `--dir`, adds the home page of
+Opens a SqliteStore on a new file in a temporary directory under `--dir` (or, with --db, the
+PostgreSQL store at that location, whose database must be empty; with --postgres, one on a private
+server started here as the tests start theirs, tests/support/postgres.py, with durable settings:
+fsync on, and the store's own synchronous_commit=off), adds the home page of
 each of `--hosts` hosts, then calls add() with batches of `--batch` discovered outlinks until the
 frontier knows `--total` URLs. A batch is the outlinks of pages of 25 links each, as complete()
 passes them on: each page is a known URL of a random host; `--known-share` of its links are URLs
@@ -25,13 +29,20 @@ At 10^6, 2·10^6, 5·10^6 and 10^7 known URLs (those up to --total) it prints:
   DB/WAL     the sizes of the database file and its write-ahead log.
 Only add() is timed: making the URLs is not. The generator keeps 4 bytes per host, nothing per URL,
 so the RSS is the frontier's. --pragma runs a PRAGMA on the frontier's connection after opening,
-for trying settings without editing the code (page_size cannot be changed this way). Run with
-harvestman installed (the project's venv active).
+for trying settings without editing the code (page_size cannot be changed this way). On
+PostgreSQL, RSS is this process's alone (the server's is not counted), DB is the database's size
+and WAL is left blank.
+
+With --lease N, the grown frontier then hands out N URLs as the engine asks for them: complete()
+with the outcomes of the last lease and `lease=100`, every URL FETCHED; it prints leased URLs per
+second (wall clock, and per CPU second of this process) and milliseconds per call. Run from the
+repository root with harvestman installed (the project's venv active).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import random
 import statistics
 import tempfile
@@ -39,7 +50,9 @@ import time
 from array import array
 from pathlib import Path
 
-from harvestman.model.records import NewUrl
+from harvestman.model.records import FetchOutcome, NewUrl, UrlState
+from harvestman.store.factory import open_store
+from harvestman.store.frontier import Store
 from harvestman.store.sqlite_store import SqliteStore
 
 LINKS_PER_PAGE = 25
@@ -118,6 +131,36 @@ class Web:
         return out, made
 
 
+def db_size(frontier: Store, path: Path) -> tuple[float, float]:
+    """The database's size and its WAL's, in MB (PostgreSQL: the database alone, WAL 0)."""
+    if isinstance(frontier, SqliteStore):
+        return path.stat().st_size / 1e6, Path(f"{path}-wal").stat().st_size / 1e6
+    [(size,)] = frontier._read("SELECT pg_database_size(current_database())")  # type: ignore[attr-defined]
+    return int(size) / 1e6, 0.0
+
+
+def measure_leases(frontier: Store, count: int) -> None:
+    """Lease and complete `count` URLs as the engine does; print the rate."""
+    spent: array[float] = array("d")
+    cpu = 0.0
+    leased = []
+    total = 0
+    while total < count:
+        outcomes = [FetchOutcome(x.url, UrlState.FETCHED, fetch_time=time.time(), http_status=200)
+                    for x in leased]
+        t0, c0 = time.perf_counter(), time.process_time()
+        leased = frontier.complete(outcomes, time.time(), lease=min(100, count - total))
+        spent.append(time.perf_counter() - t0)
+        cpu += time.process_time() - c0
+        if not leased:
+            raise SystemExit(f"nothing left to lease after {total:,} URLs")
+        total += len(leased)
+    ms = sorted(x * 1000 for x in spent)
+    print(f"leased and completed {total:,} URLs: {total / sum(spent):,.0f}/s, {total / cpu:,.0f} per CPU "
+          f"second; ms a call (100 URLs): p50 {statistics.median(ms):.1f}, "
+          f"p99 {ms[int(len(ms) * 0.99)]:.1f}, max {ms[-1]:.0f}", flush=True)
+
+
 def main() -> None:
     """Parse options, grow the frontier, print the figures at each mark."""
     parser = argparse.ArgumentParser(
@@ -131,6 +174,9 @@ def main() -> None:
     parser.add_argument("--dir", default=tempfile.gettempdir(), help="where the database file goes")
     parser.add_argument("--pragma", action="append", default=[], metavar="NAME=VALUE")
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--db", default="", help="a postgresql:// location (an empty database) instead")
+    parser.add_argument("--postgres", action="store_true", help="on a private PostgreSQL server started here")
+    parser.add_argument("--lease", type=int, default=0, help="then lease and complete this many URLs")
     args = parser.parse_args()
     total = int(args.total)
     marks = [m for m in MARKS if m < total] + [total]
@@ -139,48 +185,60 @@ def main() -> None:
     web = Web(args.hosts, random.Random(args.seed))
     print(f"{total:,} URLs over {args.hosts:,} hosts, batches of {args.batch}, {args.known_share:.0%} known"
           f"{' (spread)' if args.spread else ''}; RSS before opening {proc_mb('VmRSS'):.0f} MB")
-    with tempfile.TemporaryDirectory(prefix="harvestman-frontier-bench-", dir=args.dir) as tmp:
+    with contextlib.ExitStack() as stack:
+        tmp = stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="harvestman-frontier-bench-", dir=args.dir))
         path = Path(tmp) / "crawl.db"
-        with SqliteStore(path, host_of=lambda url: url.split("/")[2]) as frontier:
-            for pragma in args.pragma:
-                frontier._db.execute(f"PRAGMA {pragma}")
-            homes = [NewUrl(web.url(h, 0), web.prefix[h][7:-1], 0, 1.0) for h in range(args.hosts)]
-            for i in range(0, len(homes), args.batch):
-                frontier.add(homes[i : i + args.batch])
-            web.count = array("I", [1]) * args.hosts
-            known = args.hosts
-            started = time.perf_counter()
-            print(f"{'known':>10} {'offered/s':>9} {'new/s':>7} {'last 10^6':>9} {'cpu/s':>7} "
-                  f"{'p50':>5} {'p99':>5} {'max':>5}  {'RSS':>5} {'peak':>5} {'anon':>5} {'file':>5}  "
-                  f"{'DB':>6} {'WAL':>4}  {'elapsed':>7}", flush=True)
-            results: dict[int, tuple[float, float]] = {}
-            for mark in marks:
-                spent: array[float] = array("d")
-                offered = added = 0
-                cpu = 0.0
-                while known < mark:
-                    urls, new = web.batch(args.batch, args.known_share, args.spread)
-                    t0, c0 = time.perf_counter(), time.process_time()
-                    got = frontier.add(urls)
-                    spent.append(time.perf_counter() - t0)
-                    cpu += time.process_time() - c0
-                    if got != new:
-                        raise SystemExit(f"add() returned {got} new URLs, {new} were new")
-                    offered += len(urls)
-                    added += got
-                    known += got
-                wall = sum(spent)
-                last = spent[-max(1, WINDOW // args.batch) :]
-                ms = sorted(x * 1000 for x in spent)
-                rss = proc_mb("VmRSS")
-                results[mark] = (offered / wall, rss)
-                print(f"{known:>10,} {offered / wall:>9,.0f} {added / wall:>7,.0f} "
-                      f"{len(last) * args.batch / sum(last):>9,.0f} {offered / cpu:>7,.0f} "
-                      f"{statistics.median(ms):>5.1f} {ms[int(len(ms) * 0.99)]:>5.1f} {ms[-1]:>5.0f}  "
-                      f"{rss:>5.0f} {proc_mb('VmHWM'):>5.0f} {proc_mb('RssAnon'):>5.0f} "
-                      f"{proc_mb('RssFile'):>5.0f}  {path.stat().st_size / 1e6:>6.0f} "
-                      f"{Path(f'{path}-wal').stat().st_size / 1e6:>4.0f}  "
-                      f"{time.perf_counter() - started:>6.0f}s", flush=True)
+        location = args.db or str(path)
+        if args.postgres:
+            from tests.support.postgres import PostgresServer
+
+            location = stack.enter_context(PostgresServer(durable=True)).create_database()
+        print(f"store: {location}", flush=True)
+        frontier = stack.enter_context(open_store(location, host_of=lambda url: url.split("/")[2]))
+        for pragma in args.pragma:
+            if not isinstance(frontier, SqliteStore):
+                raise SystemExit("--pragma is for the SQLite store")
+            frontier._db.execute(f"PRAGMA {pragma}")
+        homes = [NewUrl(web.url(h, 0), web.prefix[h][7:-1], 0, 1.0) for h in range(args.hosts)]
+        for i in range(0, len(homes), args.batch):
+            frontier.add(homes[i : i + args.batch])
+        web.count = array("I", [1]) * args.hosts
+        known = args.hosts
+        started = time.perf_counter()
+        print(f"{'known':>10} {'offered/s':>9} {'new/s':>7} {'last 10^6':>9} {'cpu/s':>7} "
+              f"{'p50':>5} {'p99':>5} {'max':>5}  {'RSS':>5} {'peak':>5} {'anon':>5} {'file':>5}  "
+              f"{'DB':>6} {'WAL':>4}  {'elapsed':>7}", flush=True)
+        results: dict[int, tuple[float, float]] = {}
+        for mark in marks:
+            spent: array[float] = array("d")
+            offered = added = 0
+            cpu = 0.0
+            while known < mark:
+                urls, new = web.batch(args.batch, args.known_share, args.spread)
+                t0, c0 = time.perf_counter(), time.process_time()
+                got = frontier.add(urls)
+                spent.append(time.perf_counter() - t0)
+                cpu += time.process_time() - c0
+                if got != new:
+                    raise SystemExit(f"add() returned {got} new URLs, {new} were new")
+                offered += len(urls)
+                added += got
+                known += got
+            wall = sum(spent)
+            last = spent[-max(1, WINDOW // args.batch) :]
+            ms = sorted(x * 1000 for x in spent)
+            rss = proc_mb("VmRSS")
+            results[mark] = (offered / wall, rss)
+            size, wal = db_size(frontier, path)
+            print(f"{known:>10,} {offered / wall:>9,.0f} {added / wall:>7,.0f} "
+                  f"{len(last) * args.batch / sum(last):>9,.0f} {offered / cpu:>7,.0f} "
+                  f"{statistics.median(ms):>5.1f} {ms[int(len(ms) * 0.99)]:>5.1f} {ms[-1]:>5.0f}  "
+                  f"{rss:>5.0f} {proc_mb('VmHWM'):>5.0f} {proc_mb('RssAnon'):>5.0f} "
+                  f"{proc_mb('RssFile'):>5.0f}  {size:>6.0f} {wal:>4.0f}  "
+                  f"{time.perf_counter() - started:>6.0f}s", flush=True)
+        if args.lease:
+            measure_leases(frontier, args.lease)
     top = max(results)
     rate, rss = results[top]
     print(f"at {top:,}: {rate:,.0f} offered URLs/s (target >= 100,000), RSS {rss:.0f} MB (target <= 1024)")

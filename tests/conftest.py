@@ -16,6 +16,7 @@ from collections.abc import Generator
 import pytest
 
 from tests.httpserver import route_server  # noqa: F401 (a fixture: pytest finds it here)
+from tests.support.postgres import PostgresServer, PostgresUnavailable
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -55,3 +56,24 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None]:
     report: pytest.CollectReport = outcome.get_result()
     if report.skipped and in_ci():
         _failed_skip(report)
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Generator[PostgresServer]:
+    """One private PostgreSQL server for the whole session (tests/support/postgres.py), or a skip."""
+    try:
+        import psycopg  # noqa: F401
+    except ImportError:
+        pytest.skip("psycopg is not installed: pip install 'harvestman[postgres]'")
+    try:
+        server = PostgresServer().start()
+    except PostgresUnavailable as exc:
+        pytest.skip(f"no PostgreSQL server: {exc}")
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: PostgresServer) -> str:
+    """The URL of a new, empty database on the session's PostgreSQL server."""
+    return postgres_server.create_database()

@@ -10,6 +10,7 @@ import pytest
 
 from harvestman.model.errors import FrontierError
 from harvestman.model.records import FetchOutcome, Link, LinkEdge, LinkKind, PageLinks, UrlState
+from harvestman.store.factory import open_store
 from harvestman.store.frontier import CrawlDb, Frontier, Store
 from harvestman.store.sqlite_store import SqliteStore
 from tests.support.stores import T0, done, host_of, leased_urls, nu
@@ -17,20 +18,26 @@ from tests.support.stores import T0, done, host_of, leased_urls, nu
 Maker = Callable[..., Store]
 
 
-def _sqlite(path: Path, **kw: Any) -> Store:
+def _sqlite(request: pytest.FixtureRequest, **kw: Any) -> Store:
+    path: Path = request.getfixturevalue("tmp_path")
     return SqliteStore(path / "crawl.db", host_of=host_of, **kw)
 
 
+def _postgres(request: pytest.FixtureRequest, **kw: Any) -> Store:
+    # A new database on the session's server (tests/conftest.py), or a skip saying what is missing.
+    return open_store(request.getfixturevalue("postgres_url"), host_of=host_of, **kw)
+
+
 # A backend adds itself here; every test below then runs against it too.
-BACKENDS: dict[str, Callable[..., Store]] = {"sqlite": _sqlite}
+BACKENDS: dict[str, Callable[..., Store]] = {"sqlite": _sqlite, "postgres": _postgres}
 
 
 @pytest.fixture(params=sorted(BACKENDS))
-def make(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Maker]:
+def make(request: pytest.FixtureRequest) -> Iterator[Maker]:
     opened: list[Store] = []
 
     def factory(**kw: Any) -> Store:
-        store = BACKENDS[request.param](tmp_path, **kw)
+        store = BACKENDS[request.param](request, **kw)
         opened.append(store)
         return store
 

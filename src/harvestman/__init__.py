@@ -2,6 +2,8 @@
 
 from harvestman.crawl.download import download
 from harvestman.crawl.engine import Crawler
+from harvestman.crawl.job import CrawlJob, JobState, JobStatus
+from harvestman.crawl.sinks import PageSink, SinkContext
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import HarvestmanError
 from harvestman.model.events import Event, EventKind
@@ -10,12 +12,17 @@ from harvestman.model.records import CrawledPage, FetchResult, UrlState
 __version__ = "0.1.0"
 __all__ = [
     "CrawlConfig",
+    "CrawlJob",
     "CrawledPage",
     "Crawler",
     "Event",
     "EventKind",
     "FetchResult",
     "HarvestmanError",
+    "JobState",
+    "JobStatus",
+    "PageSink",
+    "SinkContext",
     "UrlState",
     "__version__",
     "download",

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import signal
 import sys
@@ -16,8 +15,8 @@ from harvestman import __version__
 from harvestman.app.progress import ProgressDisplay, print_summary
 from harvestman.app.report import EXPORT_FORMATS, EXPORT_WHAT, crawl_report, export_records
 from harvestman.app.seeds import check_seeds, run_verdict
-from harvestman.crawl.engine import Crawler, CrawlStats, deferred_note
-from harvestman.crawl.workers import WorkerPool, tune_for_crawling, worker_count
+from harvestman.crawl.engine import CrawlStats, deferred_note
+from harvestman.crawl.job import CrawlJob
 from harvestman.model.config import CrawlConfig, config_from_mapping, load_toml
 from harvestman.model.errors import (
     EXIT_FAILED,
@@ -28,6 +27,8 @@ from harvestman.model.errors import (
     HarvestmanError,
     StorageError,
 )
+from harvestman.model.records import RunVerdict
+from harvestman.store.factory import is_postgres, open_store, shown
 
 DB_HELP = "the crawl database (default DIR/crawl.db): a path, sqlite:///PATH or postgresql://USER@HOST/DB"
 
@@ -144,6 +145,20 @@ def build_parser() -> argparse.ArgumentParser:
         "--output", type=Path, metavar="FILE",
         help="write here (default: DIR/export.FORMAT, or DIR/index.cdxj for cdxj)",
     )
+    worker = commands.add_parser(
+        "worker", help="join a crawl kept in PostgreSQL from this machine, with the crawl's own settings"
+    )
+    worker.add_argument("--db", required=True, metavar="URL", help="the crawl's database: postgresql://...")
+    worker.add_argument("--out", "-o", required=True, type=Path, metavar="DIR",
+                        help="this machine's output folder (its WARC files and logs)")
+    worker.add_argument("--workers", type=int, metavar="N", help="worker processes (default: one per core)")
+    worker.add_argument("--resolve", action="append", metavar="HOST:PORT:ADDR",
+                        help="pin a host name to an address")
+    worker.add_argument("--allow-net", action="append", metavar="CIDR",
+                        help="allow connections to this private/loopback range (repeatable)")
+    worker.add_argument("--quiet", "-q", action="store_true", default=None, help="no progress display")
+    worker.add_argument("--log-json", action="store_true", default=None,
+                        help="print every event as a JSON line")
     demo = commands.add_parser("demo", help="serve the bundled demo site on loopback and crawl it")
     demo.add_argument(
         "--out", "-o", type=Path, metavar="DIR", help="output folder (default: a new temporary one)"
@@ -230,7 +245,7 @@ def check_before_creating(cfg: CrawlConfig) -> None:
                           "to start one")
 
 
-def finish(cfg: CrawlConfig, stats: CrawlStats) -> int:
+def finish(cfg: CrawlConfig, stats: CrawlStats, verdict: RunVerdict) -> int:
     """After a run: the summary, then (on stderr) what waits beyond --max-wait and why nothing was
     fetched, if so; the exit status."""
     if not cfg.quiet and not cfg.log_json:
@@ -238,55 +253,62 @@ def finish(cfg: CrawlConfig, stats: CrawlStats) -> int:
     if stats.deferred:
         print(f"harvestman: {deferred_note(stats.deferred, stats.deferred_until, cfg.max_wait)}",
               file=sys.stderr)
-    verdict = run_verdict(cfg.out_dir, cfg.db)
     for line in verdict.lines:
         print(f"harvestman: {line}", file=sys.stderr)
     return verdict.exit_status
 
 
-def run_crawl(cfg: CrawlConfig) -> int:
-    """Run one crawl with a progress display and a summary; Ctrl-C stops it cleanly."""
-    check_before_creating(cfg)
-    workers = worker_count(cfg)
-    if workers > 1:
-        return _run_with_workers(cfg, workers)
-    tune_for_crawling()
-    crawler = Crawler(cfg)
-    display = None if cfg.quiet or cfg.log_json else ProgressDisplay(crawler.stats)
-    on_signal = _StopOnSignal(crawler.stop, cfg.quiet)
+def worker_config(args: argparse.Namespace) -> CrawlConfig:
+    """The settings of a machine joining a shared crawl: the crawl's, stored in its database, and
+    this machine's own (output folder, processes, address rules, display)."""
+    location = args.db
+    if not is_postgres(location):
+        raise ConfigError("harvestman worker joins a crawl kept in PostgreSQL (--db postgresql://...); a "
+                          "SQLite crawl database belongs to the one `harvestman crawl` that holds its lock")
+    store = open_store(location, read_only=True)
+    try:
+        stored = store.get_meta("settings")
+    finally:
+        store.close()
+    if stored is None:
+        raise ConfigError(f"no crawl in {shown(location)} yet: start one with "
+                          f"`harvestman crawl SEED... --db {shown(location)} --out DIR`")
+    local = {name: value for name in ("workers", "resolve", "allow_net", "quiet", "log_json")
+             if (value := getattr(args, name)) is not None}
+    return config_from_mapping({**json.loads(stored), **local, "out_dir": args.out, "db": location})
 
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(sig, on_signal)
-        await crawler.run()
 
-    if display is not None:
-        with display:
-            asyncio.run(main())
+def run_crawl(cfg: CrawlConfig, *, join: bool = False) -> int:
+    """Run one crawl with a progress display and a summary; Ctrl-C stops it cleanly. With `join`,
+    work on a crawl started elsewhere (its seeds are not given again)."""
+    if join:
+        out = Path(cfg.out_dir)
+        if out.exists() and not out.is_dir():
+            raise ConfigError(f"--out {out} is a file, not a folder: name a new or an existing output folder")
     else:
-        asyncio.run(main())
-    return finish(cfg, crawler.stats)
-
-
-def _run_with_workers(cfg: CrawlConfig, count: int) -> int:
-    """`run_crawl` over several worker processes; the parent relays Ctrl-C and shows the progress."""
-    stats = CrawlStats()
-    pool = WorkerPool(cfg, count, stats)
-    on_signal = _StopOnSignal(pool.stop, cfg.quiet)
+        check_before_creating(cfg)
+    job = CrawlJob(cfg, verdict=lambda folder: run_verdict(folder, cfg.db), join=join)
+    on_signal = _StopOnSignal(job.stop, cfg.quiet)
     previous = {sig: signal.signal(sig, lambda _sig, _frame: on_signal())
                 for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        pool.start()  # before the display's thread: the workers are forked
-        if cfg.quiet or cfg.log_json:
-            pool.wait()
-        else:
-            with ProgressDisplay(stats):
-                pool.wait()
+        job.start()  # before the display's thread: worker processes are forked
+        try:
+            if cfg.quiet or cfg.log_json:
+                job.wait()
+            else:
+                with ProgressDisplay(job.stats):
+                    job.wait()
+        except BaseException:  # the run must not go on unwatched
+            job.stop(abandon=True)
+            job.wait()
+            raise
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    return finish(cfg, stats)
+    status = job.result()
+    assert status.verdict is not None
+    return finish(cfg, job.stats, status.verdict)
 
 
 def run_demo(out: Path | None, quiet: bool) -> int:
@@ -317,6 +339,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command in ("crawl", "download"):
             return run_crawl(config_from_args(args, follow=args.command == "crawl"))
+        if args.command == "worker":
+            return run_crawl(worker_config(args), join=True)
         if args.command == "status":
             report = crawl_report(args.dir, args.db)
             if args.json:

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 from harvestman.app.report import open_crawl
 from harvestman.crawl.engine import with_scheme
 from harvestman.model.errors import EXIT_OK, InvalidUrlError, exit_status_of, failure_help
-from harvestman.model.records import UrlRecord, UrlState
+from harvestman.model.records import RunVerdict, UrlRecord, UrlState
 from harvestman.net.addrguard import parse_ip
 from harvestman.net.urls import normalize
 from harvestman.store.frontier import CrawlDb
@@ -29,14 +29,6 @@ class SeedCheck:
 
     valid: int
     notes: tuple[str, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class RunVerdict:
-    """The command's exit status after a run, and the lines (for stderr) that explain it."""
-
-    exit_status: int
-    lines: tuple[str, ...] = ()
 
 
 def check_seeds(seeds: Iterable[str], *, max_length: int) -> SeedCheck:

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import sys
 import time
-from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator
+from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harvestman.crawl.parse import parse_html
 from harvestman.crawl.robots_gate import RobotsGate
+from harvestman.crawl.sinks import SinkContext, SinkFactory, SinkPipeline
 from harvestman.fetch.fetcher import FOLLOW, Fetcher, HopVerdict
 from harvestman.fetch.transport import ACCEPT_ENCODING, CurlTransport, Transport, TransportSettings
-from harvestman.model.config import CrawlConfig
+from harvestman.model.config import CrawlConfig, crawl_settings
 from harvestman.model.errors import ConfigError, InvalidUrlError, StorageError, error_for
 from harvestman.model.events import Event, EventKind
 from harvestman.model.faults import crash_point
@@ -34,7 +36,7 @@ from harvestman.net.urls import normalize
 from harvestman.policy.outcome import Decision, decide
 from harvestman.policy.politeness import FailureStreaks, breaker_pause
 from harvestman.policy.scope import Scope, followed_links
-from harvestman.store.factory import open_store, store_location
+from harvestman.store.factory import is_postgres, open_store, store_location
 from harvestman.store.frontier import Store
 from harvestman.store.journal import RunJournal
 from harvestman.store.warc import WarcWriter, recover
@@ -98,6 +100,7 @@ class _Run:
     robots: RobotsGate
     scope: Scope
     on_page: PageHandler | None
+    sinks: SinkPipeline | None  # None when there is none: one check a page
     # Resolved link -> (normalized URL, host) when it is to be followed, else None (followed_links).
     follow: dict[str, tuple[str, str] | None] = field(default_factory=dict)
 
@@ -111,6 +114,14 @@ def deferred_note(count: int, until: float, max_wait: float) -> str:
     urls = "1 URL waits" if count == 1 else f"{count} URLs wait"
     return (f"{urls} (the first until {when}), longer than --max-wait {max_wait:g}s: "
             "--resume continues them")
+
+
+def finished_message(stats: CrawlStats, max_wait: float) -> str:
+    """The message of a run's CRAWL_FINISHED event: its counts, and what waits beyond --max-wait."""
+    message = f"{stats.fetched} fetched, {stats.failed} failed"
+    if stats.deferred:
+        message += "; " + deferred_note(stats.deferred, stats.deferred_until, max_wait)
+    return message
 
 
 def with_scheme(seed: str) -> str:
@@ -129,9 +140,11 @@ class Crawler:
         frontier: Store | None = None,
         on_event: EventHandler | None = None,
         worker: WorkerSlot | None = None,
+        sinks: Sequence[SinkFactory] = (),
     ) -> None:
         self.config = config
         self.worker = worker  # None: this process runs the whole crawl
+        self._sink_factories = tuple(sinks)
         self.stats = CrawlStats()
         self._transport = transport
         self._frontier = frontier
@@ -218,7 +231,11 @@ class Crawler:
                 seeds = (frontier.get_meta("seeds") or "").split("\n")
             prefix = "harvestman" if worker is None else f"harvestman-w{worker.index}"
             warc = WarcWriter(out / "warc", max_bytes=cfg.warc_max_bytes, prefix=prefix)
+            sinks: SinkPipeline | None = None
             try:
+                if self._sink_factories:
+                    place = SinkContext(out, worker.index, worker.count) if worker else SinkContext(out)
+                    sinks = SinkPipeline(self._sink_factories, place)
                 scope = Scope(seeds, cfg.scope, cfg.include, cfg.exclude)
                 robots = RobotsGate(
                     transport,
@@ -231,11 +248,15 @@ class Crawler:
                 # The hop check reads `run`, bound below, only when a redirect is followed.
                 fetcher = Fetcher(transport, max_redirects=cfg.max_redirects,
                                   hop_check=lambda url: self._hop_check(url, run))
-                run = _Run(frontier, journal, warc, fetcher, robots, scope, on_page)
+                run = _Run(frontier, journal, warc, fetcher, robots, scope, on_page, sinks)
                 self._emit(Event(EventKind.CRAWL_STARTED, time.time(), message=" ".join(seeds)))
                 await self._loop_until_done(run)
             finally:
-                warc.close()
+                try:
+                    warc.close()
+                finally:
+                    if sinks is not None:
+                        sinks.close()
         finally:
             try:
                 self._flush(frontier, journal, time.time())
@@ -244,7 +265,7 @@ class Crawler:
                         EventKind.CRAWL_FINISHED,
                         time.time(),
                         bytes=self.stats.bytes,
-                        message=self._finished_message(),
+                        message=finished_message(self.stats, cfg.max_wait),
                     )
                 )
             finally:
@@ -257,13 +278,6 @@ class Crawler:
         if self._fatal is not None:
             raise self._fatal
         return self.stats
-
-    def _finished_message(self) -> str:
-        stats = self.stats
-        message = f"{stats.fetched} fetched, {stats.failed} failed"
-        if stats.deferred:
-            message += "; " + deferred_note(stats.deferred, stats.deferred_until, self.config.max_wait)
-        return message
 
     def _make_output_folder(self) -> Path:
         out = Path(self.config.out_dir)
@@ -308,7 +322,9 @@ class Crawler:
             raise ConfigError(
                 f"{cfg.out_dir} already holds a crawl; pass --resume to continue it, or choose another --out"
             )
-        if cfg.resume:
+        # A crawl shared by several machines (PostgreSQL) may have workers running elsewhere that
+        # hold leases: those of the run being resumed come back when they expire (lease_seconds).
+        if cfg.resume and not is_postgres(store_location(cfg.db, cfg.out_dir)):
             released = frontier.release_leases()
             if released:
                 message = f"resumed; {released} leases released"
@@ -332,6 +348,7 @@ class Crawler:
         if not seeds:
             raise ConfigError("no valid seed URL to start from")
         frontier.set_meta("seeds", "\n".join(seeds))
+        frontier.set_meta("settings", json.dumps(crawl_settings(cfg)))  # what `harvestman worker` takes
         # On resume every seed is queued again (known ones are ignored): a run killed between
         # storing its seeds and queuing them must not resume into an empty crawl.
         queue = seeds if cfg.resume else new
@@ -490,8 +507,12 @@ class Crawler:
                 self._pending_links.append(self._page_links(leased.url, parsed))
             crash_point("fetched-before-commit")  # crash tests: stored in the WARC, not yet committed
             self._account(decision, result, leased, run)
-            if run.on_page is not None and result.status and decision.final:
-                await run.on_page(CrawledPage(result, parsed, leased.depth, tuple(links)))
+            if (run.on_page is not None or run.sinks is not None) and result.status and decision.final:
+                page = CrawledPage(result, parsed, leased.depth, tuple(links))
+                if run.sinks is not None:
+                    run.sinks.write(page)
+                if run.on_page is not None:
+                    await run.on_page(page)
         except StorageError as exc:
             # Nothing can be stored (a full disk, say): stop, leaving this URL and those in flight
             # leased, so that --resume fetches them once the cause is mended.
@@ -593,9 +614,9 @@ class Crawler:
             return None, {}
         if not 200 <= result.status < 300:
             return None, {}
-        # Text only for a library consumer: the crawl itself stores raw bytes. Anchor texts cost
-        # ~1 µs a link, a fifth of the parse (docs/config.md, link_anchors): the graph has them on request.
-        with_text = run.on_page is not None
+        # Text only for a library consumer or a sink: the crawl itself stores raw bytes. Anchor texts
+        # cost ~1 µs a link, a fifth of the parse (docs/config.md, link_anchors): on request.
+        with_text = run.on_page is not None or run.sinks is not None
         parsed = parse_html(result.text, result.final_url, max_links=cfg.max_outlinks,
                             with_text=with_text, anchors=with_text or cfg.link_anchors)
         if parsed.nofollow or leased.depth + 1 > cfg.max_depth:

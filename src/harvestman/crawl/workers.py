@@ -11,6 +11,13 @@ Signals: the parent relays a first SIGINT/SIGTERM as "stop after the fetches in 
 the workers) and a second as "abandon them" (SIGUSR1); workers ignore the terminal's own SIGINT so a
 Ctrl-C counts once. Workers die with the parent (PR_SET_PDEATHSIG), so a killed crawl leaves no
 process behind and resumes like a killed single-process crawl.
+
+Events and pages: only when the parent listens (an `on_event` or `on_page` given to the pool) does
+each worker send them, in batches over a pipe of its own, and the parent hands them on in the order
+each worker sent them. A pipe is a few pages deep: a parent slower than its workers blocks their
+sends (back-pressure, as a slow `on_page` slows a one-process crawl), so memory stays bounded. The
+workers' own CRAWL_STARTED and CRAWL_FINISHED are not sent; the parent reports one of each for the
+run, as one process does. Without a listener nothing is sent: the counters alone feed the display.
 """
 
 from __future__ import annotations
@@ -28,15 +35,21 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
+from pathlib import Path
 from typing import Any
 
-from harvestman.crawl.engine import Crawler, CrawlStats, WorkerSlot
+from harvestman.crawl.engine import Crawler, CrawlStats, EventHandler, WorkerSlot, finished_message
+from harvestman.crawl.sinks import SinkFactory
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import HarvestmanError
+from harvestman.model.events import Event, EventKind
+from harvestman.model.records import CrawledPage
 from harvestman.store.frontier import Store
+from harvestman.store.warc import recover
 
 REPORT_EVERY = 0.3  # seconds between a worker's counter reports
 REPORT_POLL = 0.05  # seconds between the parent's looks at the reports
@@ -46,6 +59,10 @@ _PR_SET_PDEATHSIG = 1
 GC_THRESHOLD = 20_000  # allocations between collections of the youngest generation (default 700)
 HEAP_TOP_PAD = 4 * 1024 * 1024  # bytes of heap glibc keeps beyond what is in use
 _M_TOP_PAD = -2  # mallopt parameter, <malloc.h>
+FORWARD_EVERY = 0.05  # seconds a forwarded event or page waits at most in a worker's batch
+FORWARD_BATCH = 64  # items a batch holds at most (one pickle and one pipe write a batch) ...
+FORWARD_BATCH_BYTES = 1 << 20  # ... and body bytes: a batch of big pages is sent sooner
+_RUN_EVENTS = (EventKind.CRAWL_STARTED, EventKind.CRAWL_FINISHED)  # the parent reports these
 
 
 def tune_for_crawling() -> None:
@@ -105,15 +122,47 @@ def _report(index: int, stats: CrawlStats, *, finished: bool = False, error: str
                         stats.deferred, stats.deferred_until)
 
 
+class _Outbox:
+    """A worker's events and pages for its parent, sent in batches over a pipe (a full one blocks)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self._conn = conn
+        self._items: list[Event | CrawledPage] = []
+        self._bytes = 0
+
+    def event(self, event: Event) -> None:
+        """Queue one event (the engine's listener)."""
+        if event.kind in _RUN_EVENTS:
+            return
+        self._items.append(event)
+        if len(self._items) >= FORWARD_BATCH:
+            self.send()
+
+    async def page(self, page: CrawledPage) -> None:
+        """Queue one page (the engine's page handler)."""
+        self._items.append(page)
+        self._bytes += len(page.result.body)
+        if len(self._items) >= FORWARD_BATCH or self._bytes >= FORWARD_BATCH_BYTES:
+            self.send()
+
+    def send(self) -> None:
+        """Send what is queued."""
+        if self._items:
+            batch, self._items, self._bytes = self._items, [], 0
+            self._conn.send(batch)
+
+
 def _die_with_parent() -> None:
     with contextlib.suppress(OSError, AttributeError):  # Linux only; elsewhere the pipe check below
         libc = ctypes.CDLL(None, use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def _worker_main(cfg: CrawlConfig, slot: WorkerSlot, reports: Any, parent_pid: int, go: Any) -> None:
+def _worker_main(cfg: CrawlConfig, slot: WorkerSlot, reports: Any, parent_pid: int, go: Any,
+                 sinks: Sequence[SinkFactory] = (), forward: Connection | None = None,
+                 events: bool = False, pages: bool = False) -> None:
     """A worker process: once the parent has prepared the run, crawl this slot's share, reporting
-    counters to the parent."""
+    counters (and over `forward` its `events` and `pages`, as asked) to the parent."""
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what a Ctrl-C means
     # Until the crawl starts there is nothing to finish or to drop: a stop ends the worker.
@@ -123,7 +172,8 @@ def _worker_main(cfg: CrawlConfig, slot: WorkerSlot, reports: Any, parent_pid: i
         if os.getppid() != parent_pid:  # the parent died (perhaps before the death signal was armed)
             return
     tune_for_crawling()
-    crawler = Crawler(cfg, worker=slot)
+    outbox = _Outbox(forward) if forward is not None else None
+    crawler = Crawler(cfg, worker=slot, sinks=sinks, on_event=outbox.event if outbox and events else None)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -137,35 +187,64 @@ def _worker_main(cfg: CrawlConfig, slot: WorkerSlot, reports: Any, parent_pid: i
                     crawler.stop(abandon=True)
                 reports.put(_report(slot.index, crawler.stats))
 
-        reporter = asyncio.create_task(report())
-        try:
-            await crawler.run()
-        finally:
-            reporter.cancel()
+        async def forward_now_and_then(outbox: _Outbox) -> None:
+            while True:
+                await asyncio.sleep(FORWARD_EVERY)
+                outbox.send()
 
+        tasks = [asyncio.create_task(report())]
+        if outbox is not None:
+            tasks.append(asyncio.create_task(forward_now_and_then(outbox)))
+        try:
+            await crawler.run(on_page=outbox.page if outbox and pages else None)
+        finally:
+            for task in tasks:
+                task.cancel()
+
+    error = ""
     try:
         asyncio.run(main())
     except HarvestmanError as exc:
-        reports.put(_report(slot.index, crawler.stats, finished=True, error=str(exc)))
-        return
-    reports.put(_report(slot.index, crawler.stats, finished=True))
+        error = str(exc)
+    finally:
+        if outbox is not None:
+            with contextlib.suppress(OSError):  # the parent is gone: nobody to tell
+                outbox.send()
+    reports.put(_report(slot.index, crawler.stats, finished=True, error=error))
+
+
+PageCallback = Callable[[CrawledPage], None]
 
 
 class WorkerPool:
-    """Runs a prepared crawl in `count` worker processes and sums their counters into `stats`."""
+    """Runs a prepared crawl in `count` worker processes and sums their counters into `stats`.
 
-    def __init__(self, cfg: CrawlConfig, count: int, stats: CrawlStats) -> None:
+    `on_event` and `on_page` get the workers' events and pages (see the module's docstring), called
+    on the thread that runs `wait()`; `sinks` are built in each worker.
+    """
+
+    def __init__(self, cfg: CrawlConfig, count: int, stats: CrawlStats, *,
+                 on_event: EventHandler | None = None, on_page: PageCallback | None = None,
+                 sinks: Sequence[SinkFactory] = (), join: bool = False) -> None:
         self.cfg = cfg
         self.count = count
+        self.join = join  # join a crawl started elsewhere: its seeds and leases are not touched
         self.stats = stats
+        self._on_event = on_event
+        self._on_page = on_page
+        self._sinks = tuple(sinks)
         self._procs: list[BaseProcess] = []
         self._reports: Any = None
         self._frontier: Store | None = None
         self._go: Any = None
+        self._inbox: list[Connection] = []  # the workers' pipes of events and pages, while open
+        self._early: list[Event] = []  # events of the run's preparation, handed on by wait()
+        self._relayed: set[int] = set()  # exit codes of the stop signals sent to the workers
 
     def stop(self, *, abandon: bool = False) -> None:
         """Relay a stop to the workers: finish the fetches in flight, or (`abandon`) drop them."""
         sig = signal.SIGUSR1 if abandon else signal.SIGTERM
+        self._relayed.add(-sig)
         for proc in self._procs:
             if proc.pid is not None and proc.is_alive():
                 with contextlib.suppress(ProcessLookupError):
@@ -190,22 +269,41 @@ class WorkerPool:
         # Released once a worker when the run is prepared. Not an Event: setting one waits for every
         # waiter to wake, and a worker stopped while it waits never does.
         go = self._go = context.Semaphore(0)  # kept: a spawned worker may unpickle it late
-        self._procs = [
-            context.Process(target=_worker_main, name=f"harvestman-worker-{i}",
-                            args=(worker_cfg, WorkerSlot(i, self.count), self._reports, os.getpid(), go))
-            for i in range(self.count)
-        ]
-        for proc in self._procs:
+        listening = self._on_event is not None or self._on_page is not None
+        pages = self._on_page is not None
+        self._procs = []
+        for i in range(self.count):
+            writer: Connection | None = None
+            if listening:
+                reader, writer = context.Pipe(duplex=False)
+                self._inbox.append(reader)
+            proc = context.Process(target=_worker_main, name=f"harvestman-worker-{i}",
+                                   args=(worker_cfg, WorkerSlot(i, self.count), self._reports, os.getpid(),
+                                         go, self._sinks, writer, self._on_event is not None, pages))
+            self._procs.append(proc)
             proc.start()
+            if writer is not None:
+                # The worker holds it now. Closed here before the next fork, so that only its own
+                # worker holds a pipe's sending end, and that worker's exit reads as its end.
+                writer.close()
         try:
             self._frontier = Crawler(cfg).open_frontier()  # held open: its lock keeps other crawls out
-            asyncio.run(Crawler(cfg, frontier=self._frontier).prepare())
+            early = self._early.append if listening else None
+            if self.join:
+                recover(Path(cfg.out_dir) / "warc")  # this machine's own files, from a run killed before
+            else:
+                asyncio.run(Crawler(cfg, frontier=self._frontier, on_event=early).prepare())
+            if listening:
+                seeds = (self._frontier.get_meta("seeds") or "").split("\n")
+                self._early.append(Event(EventKind.CRAWL_STARTED, time.time(), message=" ".join(seeds)))
         except BaseException:
             for proc in self._procs:
                 proc.kill()
                 proc.join()
             if self._frontier is not None:
                 self._frontier.close()
+            for reader in self._inbox:
+                reader.close()
             raise
         for _ in self._procs:
             go.release()
@@ -214,9 +312,62 @@ class WorkerPool:
         """Wait for the workers, summing their counters; raise if one failed or died."""
         assert self._frontier is not None, "start() first"
         try:
+            for event in self._early:
+                self._hand_on(event)
+            self._early = []
             self._wait(self._reports, self._frontier.pending)
+        except BaseException as exc:
+            # A listener raised, say: the workers must not crawl on unwatched (those that ended
+            # already, after a worker failed, are only joined).
+            self._end_workers()
+            if isinstance(exc, HarvestmanError):  # the run ended, badly: its end is reported
+                self._report_end()
+            raise
+        else:
+            self._report_end()
         finally:
             self._frontier.close()
+            for reader in self._inbox:
+                reader.close()
+
+    def _report_end(self) -> None:
+        if self._on_event is not None:
+            self._on_event(Event(EventKind.CRAWL_FINISHED, time.time(), bytes=self.stats.bytes,
+                                 message=finished_message(self.stats, self.cfg.max_wait)))
+
+    def _end_workers(self) -> None:
+        """Stop the workers for good: abandon their fetches, kill those that do not end in time."""
+        for reader in self._inbox:  # a worker blocked sending to the parent gets an error instead
+            reader.close()
+        self._inbox = []
+        self.stop(abandon=True)
+        deadline = time.monotonic() + STOP_GRACE
+        for proc in self._procs:
+            proc.join(max(0.0, deadline - time.monotonic()))
+            if proc.exitcode is None:
+                proc.kill()
+                proc.join()
+
+    def _hand_on(self, item: Event | CrawledPage) -> None:
+        if isinstance(item, Event):
+            if self._on_event is not None:
+                self._on_event(item)
+        elif self._on_page is not None:
+            self._on_page(item)
+
+    def _receive(self, ready: list[Any]) -> None:
+        """Hand on a batch from each worker pipe that has one; forget pipes whose worker ended."""
+        for reader in ready:
+            if reader not in self._inbox:
+                continue
+            try:
+                batch: list[Event | CrawledPage] = reader.recv()
+            except (EOFError, OSError):
+                self._inbox.remove(reader)
+                reader.close()
+                continue
+            for item in batch:
+                self._hand_on(item)
 
     def _wait(self, reports: Any, pending: Callable[[], int]) -> None:
         cfg = self.cfg
@@ -224,10 +375,12 @@ class WorkerPool:
         errors: list[str] = []
         sampled = 0.0
         failed_at: float | None = None
-        while any(proc.is_alive() for proc in self._procs) or not reports.empty():
+        while any(proc.is_alive() for proc in self._procs) or not reports.empty() or self._inbox:
             # A worker's exit wakes the parent at once (the crawl's end should not wait for a poll).
             running = [proc.sentinel for proc in self._procs if proc.exitcode is None]
-            multiprocessing.connection.wait(running, REPORT_POLL)
+            ready = multiprocessing.connection.wait([*running, *self._inbox], REPORT_POLL)
+            if self._inbox:
+                self._receive(ready)
             with contextlib.suppress(queue.Empty):
                 while True:
                     report: WorkerReport = reports.get_nowait()
@@ -237,7 +390,10 @@ class WorkerPool:
             for i, proc in enumerate(self._procs):
                 code = proc.exitcode
                 said = any(e.startswith((f"worker {i}:", f"worker {i} ")) for e in errors)
-                if code not in (None, 0) and not said:  # said once, not at every turn
+                # A worker killed by a stop the parent relayed got it before it could handle it (a
+                # spawned worker still starting, say): it has crawled nothing, and the run was to end.
+                stopped = code in self._relayed
+                if code not in (None, 0) and not said and not stopped:  # said once, not at every turn
                     errors.append(f"worker {i} ended with {_describe_exit(code)}")
             if errors and failed_at is None:
                 failed_at = time.monotonic()

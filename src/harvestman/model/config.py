@@ -443,3 +443,20 @@ def load_toml(path: Path) -> dict[str, Any]:
     if twice:
         raise ConfigError(f"config file {path}: setting {twice[0]!r} is given twice")
     return top | nested
+
+
+# What a machine that joins a shared crawl sets for itself (`harvestman worker`); every other setting
+# is the crawl's, stored in its database when it starts and taken from there by the workers.
+MACHINE_LOCAL = frozenset({"seeds", "out_dir", "db", "resume", "workers", "allow_net", "resolve", "quiet",
+                           "log_json"})
+
+
+def crawl_settings(cfg: CrawlConfig) -> dict[str, Any]:
+    """The crawl-wide settings of `cfg` as JSON-ready values (what `config_from_mapping` reads back)."""
+    out: dict[str, Any] = {}
+    for name in sorted(_FIELDS - MACHINE_LOCAL):
+        value = getattr(cfg, name)
+        if isinstance(value, tuple):  # a tuple of strings, or of (name, value) header pairs
+            value = [list(item) if isinstance(item, tuple) else item for item in value]
+        out[name] = value
+    return out

@@ -297,3 +297,11 @@ class HostTotals:
     states: dict[UrlState, int]  # URLs in each state (every state present, zero included)
     errors: int  # URLs with an error class recorded
     wire_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunVerdict:
+    """The command's exit status after a run, and the lines (for stderr) that explain it."""
+
+    exit_status: int
+    lines: tuple[str, ...] = ()

@@ -62,8 +62,12 @@ def open_store(
     how they divide the work is the backend's business. Readers (status, export) pass `read_only`.
     """
     if is_postgres(location):
-        # The PostgreSQL backend (store/postgres.py, psycopg imported only here) lands next.
-        raise ConfigError(f"{shown(location)}: this build of harvestman has no PostgreSQL store yet")
+        # Imported here only: psycopg is an optional dependency (a ConfigError says how to get it).
+        from harvestman.store.postgres import PostgresStore
+
+        # Every process leases from every host there (SKIP LOCKED), so `worker` is not needed.
+        return PostgresStore(location, per_host=per_host, delay=delay, lease_seconds=lease_seconds,
+                             host_of=host_of, read_only=read_only)
     path = sqlite_path(location)
     if read_only and not path.is_file():
         raise FrontierError(f"no crawl database at {path}")

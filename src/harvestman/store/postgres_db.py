@@ -1,0 +1,281 @@
+"""The PostgreSQL database under PostgresStore: connection, schema, transactions, and the CrawlDb side
+(records, statistics, metadata, the link graph, bulk operations)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, TypeVar
+
+from harvestman.model.errors import ConfigError, FrontierError
+from harvestman.model.records import CrawlTotals, HostTotals, LinkEdge, LinkKind, UrlRecord, UrlState
+from harvestman.store.factory import shown
+from harvestman.store.frontier import HostStats
+
+try:
+    import psycopg
+    from psycopg import errors as pg_errors
+except ImportError:
+    raise ConfigError(
+        "a postgresql:// crawl database needs psycopg: pip install 'harvestman[postgres]'"
+    ) from None
+
+from harvestman.store.postgres_sql import RECORD_COLS, SCHEMA, SCHEMA_VERSION
+
+DatabaseError = psycopg.Error  # what psycopg raises; turned into FrontierError at this module's edge
+_RETRIES = 5
+_SCHEMA_LOCK = 0x68766D31  # advisory lock id taken while creating the schema ("hvm1")
+_COMPACT_AT = 2000  # tallies rows beyond which counts() folds them into one row each
+QUEUED = -1  # the tallies key of queued URLs (the others are states)
+_KINDS = {kind.value: kind for kind in LinkKind}
+T = TypeVar("T")
+
+
+def clean(text: str) -> str:
+    """PostgreSQL's text refuses NUL characters, which a page title or an error may hold: drop them."""
+    return text.replace("\x00", "") if "\x00" in text else text
+
+
+def _row_to_record(row: Sequence[Any]) -> UrlRecord:
+    return UrlRecord(row[0], row[1], UrlState(row[2]), *row[3:])
+
+
+class PostgresDb:
+    """One crawl's PostgreSQL database, over one connection shared by the caller's threads.
+
+    The schema is created by the first process to open an empty database (under an advisory lock,
+    so two processes starting at once make one). A reader (`read_only`) writes nothing.
+    """
+
+    def __init__(self, url: str, *, read_only: bool = False) -> None:
+        self.url = url
+        self.name = shown(url)
+        self.read_only = read_only
+        self._lock = threading.RLock()  # one connection, shared by the engine's threads
+        self._closed = False
+        # Commits need not wait for the disk: a killed process loses nothing it committed, and only
+        # a crash of the server's machine may drop the last fraction of a second (the same promise
+        # as SQLite's WAL with synchronous=NORMAL); a lost completion is leased and fetched again.
+        options = "-c synchronous_commit=off" + (" -c default_transaction_read_only=on" if read_only else "")
+        try:
+            self._conn = psycopg.connect(url, autocommit=True, options=options)
+        except psycopg.Error as exc:
+            raise FrontierError(f"cannot open crawl database {self.name}: {exc}".strip()) from None
+        try:
+            self._open()
+        except psycopg.Error as exc:
+            self._conn.close()
+            raise FrontierError(f"{self.name} is not a usable crawl database: {exc}") from None
+        except FrontierError:
+            self._conn.close()
+            raise
+
+    def _forget(self) -> None:
+        """Drop what a rolled-back transaction may have made stale (a subclass's caches)."""
+
+    # -- opening and transactions --------------------------------------------------------------
+
+    def _open(self) -> None:
+        conn = self._conn
+        if not self.read_only:
+            with conn.transaction():
+                # Two processes opening a new database at once: one creates, the other then finds it.
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+                tables = self._tables()
+                if not tables:
+                    conn.execute(SCHEMA)
+                    conn.execute("INSERT INTO meta VALUES ('schema_version', %s)", (str(SCHEMA_VERSION),))
+                    return
+        tables = self._tables()
+        if "meta" not in tables or "urls" not in tables:
+            if not tables:
+                raise FrontierError(f"no crawl in database {self.name}")
+            raise FrontierError(f"{self.name} is a PostgreSQL database but not a harvestman crawl database")
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        version = int(row[0]) if row and str(row[0]).isdigit() else -1
+        if version > SCHEMA_VERSION:
+            raise FrontierError(
+                f"{self.name} has crawl database schema {version}, newer than this harvestman "
+                f"understands ({SCHEMA_VERSION}): upgrade harvestman"
+            )
+        if version < 1:
+            raise FrontierError(f"{self.name} has an unknown crawl database schema ({row and row[0]!r})")
+
+    def _tables(self) -> set[str]:
+        rows = self._conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+        ).fetchall()
+        return {str(r[0]) for r in rows}
+
+    def _conn_open(self) -> psycopg.Connection[Any]:
+        if self._closed:
+            raise FrontierError(f"crawl database {self.name} is closed")
+        return self._conn
+
+    def _write(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """Run `work` in one transaction under the thread lock, again after a deadlock (rolled back)."""
+        with self._lock:
+            conn = self._conn_open()
+            for attempt in range(_RETRIES):
+                try:
+                    with conn.transaction():
+                        return work(conn)
+                except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure) as exc:
+                    self._forget()
+                    if attempt == _RETRIES - 1:
+                        raise FrontierError(f"crawl database {self.name}: {exc}") from None
+                except psycopg.Error as exc:
+                    self._forget()
+                    raise FrontierError(f"crawl database {self.name}: {exc}") from None
+            raise AssertionError("unreachable")
+
+    def _read(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
+        """The rows of one query (its own snapshot), with psycopg's errors as FrontierError."""
+        with self._lock:
+            conn = self._conn_open()
+            try:
+                return conn.execute(sql, params).fetchall()
+            except psycopg.Error as exc:
+                raise FrontierError(f"crawl database {self.name}: {exc}") from None
+
+    # -- the database of record --------------------------------------------------------------------
+
+    def _tallies(self) -> dict[int, int]:
+        """The tallies (URLs per state, and queued), folded into one row each when they pile up."""
+        rows = self._read("SELECT what, SUM(n), COUNT(*) FROM tallies GROUP BY what")
+        if not self.read_only and sum(int(r[2]) for r in rows) > _COMPACT_AT:
+            # A concurrent fold waits for this one's rows and then finds them gone: nothing is
+            # counted twice.
+            self._write(lambda conn: conn.execute(
+                "WITH gone AS (DELETE FROM tallies RETURNING what, n)"
+                " INSERT INTO tallies(what, n) SELECT what, SUM(n) FROM gone GROUP BY what"))
+        return {int(r[0]): int(r[1]) for r in rows}
+
+    def counts(self) -> dict[UrlState, int]:
+        """Number of URLs in each state (every state present, zero included)."""
+        found = self._tallies()
+        return {s: found.get(int(s), 0) for s in UrlState}
+
+    def records(self) -> Iterator[UrlRecord]:
+        """Stream every URL row in insertion order (for export)."""
+        last = 0
+        while True:
+            # Keyset pages: no transaction stays open between yields.
+            rows = self._read(
+                f"SELECT u.id, {RECORD_COLS} FROM urls u JOIN hosts h ON h.id = u.host_id"
+                " WHERE u.id > %s ORDER BY u.id LIMIT 1000", (last,))
+            if not rows:
+                return
+            last = rows[-1][0]
+            for row in rows:
+                yield _row_to_record(row[1:])
+
+    def links(self) -> Iterator[LinkEdge]:
+        """Stream every stored link, page by page in the order the pages were first known."""
+        last = 0
+        while True:
+            rows = self._read(  # keyset pages, as records()
+                "SELECT l.url_id, u.url, l.links FROM links l JOIN urls u ON u.id = l.url_id"
+                " WHERE l.url_id > %s ORDER BY l.url_id LIMIT 200", (last,))
+            if not rows:
+                return
+            last = rows[-1][0]
+            for _, page, stored in rows:
+                for to_url, anchor, kind, nofollow in json.loads(stored):
+                    yield LinkEdge(page, to_url, anchor, _KINDS[kind], bool(nofollow))
+
+    def set_scores(self, scores: Iterable[tuple[str, float, float]]) -> int:
+        """Set (url, score, priority) of known URLs (a batch job's ranking); returns how many were known."""
+        known = 0
+        batch: list[tuple[str, float, float]] = []
+        for item in scores:
+            batch.append(item)
+            if len(batch) >= 10_000:
+                known += self._set_scores(batch)
+                batch = []
+        return known + (self._set_scores(batch) if batch else 0)
+
+    def _set_scores(self, batch: list[tuple[str, float, float]]) -> int:
+        batch.sort()  # rows locked in URL order, as everywhere (see the top)
+
+        def work(conn: psycopg.Connection[Any]) -> int:
+            return conn.execute(
+                "UPDATE urls u SET score = v.score, priority = v.priority"
+                " FROM unnest(%s::text[], %s::float8[], %s::float8[]) AS v(url, score, priority)"
+                " WHERE u.url = v.url",
+                ([b[0] for b in batch], [float(b[1]) for b in batch], [float(b[2]) for b in batch])).rowcount
+
+        return self._write(work)
+
+    def host_stats(self) -> list[HostStats]:
+        """Per host: (host, queued, fetched, errors); fetched counts FETCHED and NOT_MODIFIED."""
+        rows = self._read(
+            "SELECT h.name, COUNT(*) FILTER (WHERE u.queued), COUNT(*) FILTER (WHERE u.state IN (%s, %s)),"
+            " COUNT(*) FILTER (WHERE u.error_class <> '')"
+            " FROM hosts h LEFT JOIN urls u ON u.host_id = h.id GROUP BY h.id, h.name ORDER BY h.name",
+            (int(UrlState.FETCHED), int(UrlState.NOT_MODIFIED)),
+        )
+        return [(str(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in rows]
+
+    def host_totals(self) -> list[HostTotals]:
+        """Per host: URLs by state, URLs with an error, bytes on the wire (one scan, in SQL), by name."""
+        rows = self._read(
+            "SELECT h.name, u.state, COUNT(*), COUNT(*) FILTER (WHERE u.error_class <> ''), SUM(u.wire_bytes)"
+            " FROM urls u JOIN hosts h ON h.id = u.host_id GROUP BY h.name, u.state ORDER BY h.name"
+        )
+        hosts: dict[str, tuple[dict[UrlState, int], list[int]]] = {}
+        for name, state, urls, errors, wire_bytes in rows:
+            states, sums = hosts.setdefault(str(name), ({s: 0 for s in UrlState}, [0, 0]))
+            states[UrlState(state)] = int(urls)
+            sums[0] += int(errors)
+            sums[1] += int(wire_bytes)
+        return [HostTotals(name, states, errors, wire_bytes)
+                for name, (states, (errors, wire_bytes)) in hosts.items()]
+
+    def totals(self) -> CrawlTotals:
+        """Responses, bytes on the wire, and the span of fetch times over all URLs (one scan, in SQL)."""
+        row = self._read(
+            "SELECT COUNT(*) FILTER (WHERE http_status > 0), COALESCE(SUM(wire_bytes), 0),"
+            " COALESCE(MIN(fetch_time) FILTER (WHERE http_status > 0), 0),"
+            " COALESCE(MAX(fetch_time) FILTER (WHERE http_status > 0), 0) FROM urls"
+        )[0]
+        return CrawlTotals(int(row[0]), int(row[1]), float(row[2]), float(row[3]))
+
+    def error_counts(self) -> dict[str, int]:
+        """Number of URLs per recorded error class."""
+        rows = self._read(
+            "SELECT error_class, COUNT(*) FROM urls WHERE error_class <> '' GROUP BY error_class")
+        return {str(k): int(v) for k, v in rows}
+
+    def get(self, url: str) -> UrlRecord | None:
+        """The row of `url`, or None when it is not known."""
+        rows = self._read(
+            f"SELECT {RECORD_COLS} FROM urls u JOIN hosts h ON h.id = u.host_id WHERE u.url = %s", (url,))
+        return _row_to_record(rows[0]) if rows else None
+
+    def get_meta(self, key: str) -> str | None:
+        """A stored run-metadata value (seeds, config, start time), or None."""
+        rows = self._read("SELECT value FROM meta WHERE key = %s", (key,))
+        return str(rows[0][0]) if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a run-metadata value."""
+        self._write(lambda conn: conn.execute(
+            "INSERT INTO meta(key, value) VALUES (%s, %s)"
+            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+            (key, value)))
+
+    def close(self) -> None:
+        """Close the connection; idempotent. Leases still out expire as a dead process's would."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._conn.close()
+
+    def __enter__(self) -> PostgresDb:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
