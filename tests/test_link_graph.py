@@ -35,14 +35,15 @@ ROUTES = {
 Rows = list[dict[str, object]]
 
 
-def _crawl_and_export(tmp_path: Path, fmt: str, *crawl_args: str) -> tuple[RouteServer, Rows]:
+def _crawl_and_export(tmp_path: Path, fmt: str, *crawl_args: str, db: str = "") -> tuple[RouteServer, Rows]:
     out = tmp_path / "out"
+    db_args = ("--db", db) if db else ()
     with RouteServer(ROUTES, host=HOST) as srv:
         done = run_cli("crawl", srv.url("/"), "--out", str(out), "--allow-net", "127.5.0.0/16", "-q",
-                       *crawl_args)
+                       *db_args, *crawl_args)
         assert done.returncode == 0, done.stderr
     target = tmp_path / f"links.{fmt}"
-    done = run_cli("export", str(out), "--what", "links", "--format", fmt, "--output", str(target))
+    done = run_cli("export", str(out), "--what", "links", "--format", fmt, "--output", str(target), *db_args)
     assert done.returncode == 0, done.stderr
     if fmt == "parquet":
         pq = pytest.importorskip("pyarrow.parquet")
@@ -53,8 +54,11 @@ def _crawl_and_export(tmp_path: Path, fmt: str, *crawl_args: str) -> tuple[Route
     return srv, rows
 
 
-def test_every_link_of_each_fetched_page_is_exported_without_anchor_text_by_default(tmp_path: Path) -> None:
-    srv, rows = _crawl_and_export(tmp_path, "jsonl", "--workers", "1")
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_every_link_of_each_fetched_page_is_exported_without_anchor_text_by_default(
+        tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> None:
+    db = request.getfixturevalue("postgres_url") if backend == "postgresql" else ""
+    srv, rows = _crawl_and_export(tmp_path, "jsonl", "--workers", "1", db=db)
     assert not any(path in ("/b", "/c") for path in srv.paths)  # the following rules hold
     root, a = srv.url("/"), srv.url("/a")
     by_page: dict[object, list[tuple[object, ...]]] = {}
