@@ -17,7 +17,7 @@ from harvestman.app.progress import ProgressDisplay, print_summary
 from harvestman.app.report import EXPORT_FORMATS, crawl_report, export_records
 from harvestman.app.seeds import check_seeds, run_verdict
 from harvestman.crawl.engine import Crawler, CrawlStats, deferred_note
-from harvestman.crawl.workers import WorkerPool, tune_for_crawling, worker_count
+from harvestman.crawl.workers import NO_POLICIES, Policies, WorkerPool, tune_for_crawling, worker_count
 from harvestman.model.config import CrawlConfig, config_from_mapping, load_toml
 from harvestman.model.errors import (
     EXIT_FAILED,
@@ -28,6 +28,7 @@ from harvestman.model.errors import (
     HarvestmanError,
     StorageError,
 )
+from harvestman.policy.ordering import check_ordering
 
 DB_HELP = "the crawl database (default DIR/crawl.db): a path, sqlite:///PATH or postgresql://USER@HOST/DB"
 
@@ -63,6 +64,11 @@ def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
             "--include", action="append", metavar="REGEX", help="only follow URLs matching REGEX"
         )
         parser.add_argument(
+            "--ordering", choices=["bfs", "dfs", "score"],
+            help="order of each host's queue: shallower first (bfs, default), deeper first (dfs), or "
+                 "by a link scorer's score (score: Python API only)",
+        )
+        parser.add_argument(
             "--exclude", action="append", metavar="REGEX", help="never follow URLs matching REGEX"
         )
     parser.add_argument("--concurrency", type=int, help="concurrent fetches in total (default 100)")
@@ -81,6 +87,10 @@ def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
     parser.add_argument(
         "--max-wait", type=float, metavar="SECONDS",
         help="end the run when every URL left waits longer than this (default 600; --resume goes on)",
+    )
+    parser.add_argument(
+        "--revisit-after", type=float, metavar="SECONDS",
+        help="fetch each URL again SECONDS after each fetch, conditionally (default 0: never)",
     )
     parser.add_argument(
         "--max-size", type=int, metavar="BYTES", help="truncate bodies beyond BYTES (default 10 MiB)"
@@ -235,14 +245,18 @@ def finish(cfg: CrawlConfig, stats: CrawlStats) -> int:
     return verdict.exit_status
 
 
-def run_crawl(cfg: CrawlConfig) -> int:
-    """Run one crawl with a progress display and a summary; Ctrl-C stops it cleanly."""
+def run_crawl(cfg: CrawlConfig, policies: Policies = NO_POLICIES) -> int:
+    """Run one crawl with a progress display and a summary; Ctrl-C stops it cleanly.
+
+    `policies`: a link scorer and a fetch schedule, for every process of the crawl.
+    """
+    check_ordering(cfg.ordering, policies.scorer)
     check_before_creating(cfg)
     workers = worker_count(cfg)
     if workers > 1:
-        return _run_with_workers(cfg, workers)
+        return _run_with_workers(cfg, workers, policies)
     tune_for_crawling()
-    crawler = Crawler(cfg)
+    crawler = Crawler(cfg, scorer=policies.scorer, schedule=policies.schedule)
     display = None if cfg.quiet or cfg.log_json else ProgressDisplay(crawler.stats)
     on_signal = _StopOnSignal(crawler.stop, cfg.quiet)
 
@@ -260,10 +274,10 @@ def run_crawl(cfg: CrawlConfig) -> int:
     return finish(cfg, crawler.stats)
 
 
-def _run_with_workers(cfg: CrawlConfig, count: int) -> int:
+def _run_with_workers(cfg: CrawlConfig, count: int, policies: Policies) -> int:
     """`run_crawl` over several worker processes; the parent relays Ctrl-C and shows the progress."""
     stats = CrawlStats()
-    pool = WorkerPool(cfg, count, stats)
+    pool = WorkerPool(cfg, count, stats, policies)
     on_signal = _StopOnSignal(pool.stop, cfg.quiet)
     previous = {sig: signal.signal(sig, lambda _sig, _frame: on_signal())
                 for sig in (signal.SIGINT, signal.SIGTERM)}

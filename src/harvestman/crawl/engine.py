@@ -30,8 +30,10 @@ from harvestman.model.records import (
 from harvestman.model.sync import iterate_in_thread
 from harvestman.net.hostkeys import HostKeys
 from harvestman.net.urls import normalize
+from harvestman.policy.ordering import RANKS, SEED_SCORE, LinkScorer, check_ordering, ranked_urls
 from harvestman.policy.outcome import Decision, decide
 from harvestman.policy.politeness import FailureStreaks, breaker_pause
+from harvestman.policy.schedule import FetchSchedule, schedule_for, scheduled
 from harvestman.policy.scope import Scope, followed_links
 from harvestman.store.factory import open_store, store_location
 from harvestman.store.frontier import Store
@@ -128,7 +130,10 @@ class Crawler:
         frontier: Store | None = None,
         on_event: EventHandler | None = None,
         worker: WorkerSlot | None = None,
+        scorer: LinkScorer | None = None,
+        schedule: FetchSchedule | None = None,
     ) -> None:
+        check_ordering(config.ordering, scorer)
         self.config = config
         self.worker = worker  # None: this process runs the whole crawl
         self.stats = CrawlStats()
@@ -154,6 +159,11 @@ class Crawler:
         # Pages started per host (politeness key) in this run, for the page budget; a host is
         # leased by one process only, so each worker counts its own hosts completely.
         self._host_pages: dict[str, int] = {}
+        # Ordering and re-visits (policy/ordering.py, policy/schedule.py). None on the default crawl
+        # (bfs, no scorer, no re-visits), whose page path then stays as it was: no call per link.
+        self._scorer = scorer
+        self._rank = None if config.ordering == "bfs" and scorer is None else RANKS[config.ordering]
+        self._schedule = schedule_for(config, schedule)
 
     # ----- faces -----------------------------------------------------------------------------
 
@@ -331,7 +341,8 @@ class Crawler:
         # storing its seeds and queuing them must not resume into an empty crawl.
         queue = seeds if cfg.resume else new
         await self._keys.prepare(queue)
-        frontier.add([NewUrl(url, self._keys.key(url), 0, 1.0, priority=0.0) for url in queue])
+        seed = RANKS[cfg.ordering](0, SEED_SCORE)
+        frontier.add([NewUrl(url, self._keys.key(url), 0, SEED_SCORE, priority=seed) for url in queue])
         counts = frontier.counts()
         self._done_total = sum(n for state, n in counts.items() if state != UrlState.UNFETCHED)
         return seeds
@@ -465,6 +476,8 @@ class Crawler:
             parsed, hosts = self._outlinks(result, leased, run) if cfg.follow_links else (None, {})
             # The title from the parse the links needed anyway: no page is parsed for it alone.
             decision = decide(result, leased, time.time(), cfg, title=parsed.title if parsed else "")
+            if self._schedule is not None:
+                decision = scheduled(decision, self._schedule, leased)
             self.stats.bytes += result.wire_bytes
             links = list(hosts)
             known = self._known
@@ -475,7 +488,11 @@ class Crawler:
             await self._keys.prepare(fresh)
             depth = leased.depth + 1
             key = self._keys.key
-            new_urls = [NewUrl(url, key(url, hosts[url]), depth, 0.0, leased.url, depth) for url in fresh]
+            if self._rank is None:
+                new_urls = [NewUrl(url, key(url, hosts[url]), depth, 0.0, leased.url, depth) for url in fresh]
+            else:
+                page = CrawledPage(result, parsed, leased.depth, tuple(links))
+                new_urls = ranked_urls(self._rank, self._scorer, page, fresh, hosts, key, run.follow)
             if result.status:
                 run.warc.write(result, self._request_headers(headers), links, decision.outcome.signature)
             self._pending.append((decision.outcome, new_urls))
@@ -586,7 +603,7 @@ class Crawler:
             return None, {}
         # Text and anchors only for a library consumer: the crawl itself stores raw bytes.
         parsed = parse_html(result.text, result.final_url, max_links=cfg.max_outlinks,
-                            with_text=run.on_page is not None)
+                            with_text=run.on_page is not None or self._scorer is not None)
         if parsed.nofollow or leased.depth + 1 > cfg.max_depth:
             return parsed, {}
         if len(run.follow) > FOLLOW_CACHE:

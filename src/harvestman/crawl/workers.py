@@ -36,6 +36,8 @@ from typing import Any
 from harvestman.crawl.engine import Crawler, CrawlStats, WorkerSlot
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import HarvestmanError
+from harvestman.policy.ordering import LinkScorer
+from harvestman.policy.schedule import FetchSchedule
 from harvestman.store.frontier import Store
 
 REPORT_EVERY = 0.3  # seconds between a worker's counter reports
@@ -111,7 +113,8 @@ def _die_with_parent() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
-def _worker_main(cfg: CrawlConfig, slot: WorkerSlot, reports: Any, parent_pid: int, go: Any) -> None:
+def _worker_main(cfg: CrawlConfig, slot: WorkerSlot, reports: Any, parent_pid: int, go: Any,
+                 policies: Policies) -> None:
     """A worker process: once the parent has prepared the run, crawl this slot's share, reporting
     counters to the parent."""
     _die_with_parent()
@@ -123,7 +126,7 @@ def _worker_main(cfg: CrawlConfig, slot: WorkerSlot, reports: Any, parent_pid: i
         if os.getppid() != parent_pid:  # the parent died (perhaps before the death signal was armed)
             return
     tune_for_crawling()
-    crawler = Crawler(cfg, worker=slot)
+    crawler = Crawler(cfg, worker=slot, scorer=policies.scorer, schedule=policies.schedule)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -151,11 +154,25 @@ def _worker_main(cfg: CrawlConfig, slot: WorkerSlot, reports: Any, parent_pid: i
     reports.put(_report(slot.index, crawler.stats, finished=True))
 
 
+@dataclass(frozen=True, slots=True)
+class Policies:
+    """The Python policies a crawl runs with, handed to every worker: inherited by a forked worker,
+    pickled for a spawned one (then they must be module-level functions or classes)."""
+
+    scorer: LinkScorer | None = None
+    schedule: FetchSchedule | None = None
+
+
+NO_POLICIES = Policies()
+
+
 class WorkerPool:
     """Runs a prepared crawl in `count` worker processes and sums their counters into `stats`."""
 
-    def __init__(self, cfg: CrawlConfig, count: int, stats: CrawlStats) -> None:
+    def __init__(self, cfg: CrawlConfig, count: int, stats: CrawlStats,
+                 policies: Policies = NO_POLICIES) -> None:
         self.cfg = cfg
+        self.policies = policies
         self.count = count
         self.stats = stats
         self._procs: list[BaseProcess] = []
@@ -192,14 +209,17 @@ class WorkerPool:
         go = self._go = context.Semaphore(0)  # kept: a spawned worker may unpickle it late
         self._procs = [
             context.Process(target=_worker_main, name=f"harvestman-worker-{i}",
-                            args=(worker_cfg, WorkerSlot(i, self.count), self._reports, os.getpid(), go))
+                            args=(worker_cfg, WorkerSlot(i, self.count), self._reports, os.getpid(), go,
+                                  self.policies))
             for i in range(self.count)
         ]
         for proc in self._procs:
             proc.start()
         try:
-            self._frontier = Crawler(cfg).open_frontier()  # held open: its lock keeps other crawls out
-            asyncio.run(Crawler(cfg, frontier=self._frontier).prepare())
+            scorer, schedule = self.policies.scorer, self.policies.schedule
+            # Held open: its lock keeps other crawls out.
+            self._frontier = Crawler(cfg, scorer=scorer, schedule=schedule).open_frontier()
+            asyncio.run(Crawler(cfg, frontier=self._frontier, scorer=scorer, schedule=schedule).prepare())
         except BaseException:
             for proc in self._procs:
                 proc.kill()
