@@ -237,8 +237,8 @@ def finish(cfg: CrawlConfig, stats: CrawlStats) -> int:
     if not cfg.quiet and not cfg.log_json:
         print_summary(crawl_report(cfg.out_dir, cfg.db))
     if stats.deferred:
-        print(f"harvestman: {deferred_note(stats.deferred, stats.deferred_until, cfg.max_wait)}",
-              file=sys.stderr)
+        note = deferred_note(stats.deferred, stats.deferred_until, cfg.max_wait, stats.deferred_revisits)
+        print(f"harvestman: {note}", file=sys.stderr)
     verdict = run_verdict(cfg.out_dir, cfg.db)
     for line in verdict.lines:
         print(f"harvestman: {line}", file=sys.stderr)

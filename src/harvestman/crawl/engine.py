@@ -68,6 +68,7 @@ class CrawlStats:
     # The run ended because every URL left waits beyond --max-wait: how many, and the earliest due.
     deferred: int = 0
     deferred_until: float = 0.0
+    deferred_revisits: int = 0  # of `deferred`, the URLs fetched before that wait for a re-visit
     busy_hosts: set[str] = field(default_factory=set)
 
     def pages_per_second(self, now: float | None = None) -> float:
@@ -103,13 +104,16 @@ class _Run:
     follow: dict[str, tuple[str, str] | None] = field(default_factory=dict)
 
 
-def deferred_note(count: int, until: float, max_wait: float) -> str:
-    """The one line that says a run ended with URLs deferred beyond --max-wait, and what to do."""
+def deferred_note(count: int, until: float, max_wait: float, revisits: int = 0) -> str:
+    """The one line that says a run ended with URLs deferred beyond --max-wait, and what to do
+    (`revisits`: how many of them were fetched and wait for a re-visit)."""
     try:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(until))
     except (OverflowError, OSError, ValueError):  # "never": a host with nothing it could lease
         when = "later"
     urls = "1 URL waits" if count == 1 else f"{count} URLs wait"
+    if revisits:
+        urls += " for a re-visit" if revisits == count else f", {revisits} of them for a re-visit"
     return (f"{urls} (the first until {when}), longer than --max-wait {max_wait:g}s: "
             "--resume continues them")
 
@@ -267,7 +271,8 @@ class Crawler:
         stats = self.stats
         message = f"{stats.fetched} fetched, {stats.failed} failed"
         if stats.deferred:
-            message += "; " + deferred_note(stats.deferred, stats.deferred_until, self.config.max_wait)
+            message += "; " + deferred_note(stats.deferred, stats.deferred_until, self.config.max_wait,
+                                            stats.deferred_revisits)
         return message
 
     def _make_output_folder(self) -> Path:
@@ -415,6 +420,8 @@ class Crawler:
         if ready is None or ready - now <= self.config.max_wait:
             return False
         self.stats.deferred = frontier.pending()
+        if self._schedule is not None:  # what waits is queued; all but the unfetched wait for a re-visit
+            self.stats.deferred_revisits = self.stats.deferred - frontier.counts()[UrlState.UNFETCHED]
         self.stats.deferred_until = ready
         return True
 

@@ -98,13 +98,14 @@ class WorkerReport:
     error: str = ""  # why the worker could not go on (a full disk, say)
     deferred: int = 0  # the crawl ended with this many URLs waiting beyond --max-wait ...
     deferred_until: float = 0.0  # ... the first until then
+    deferred_revisits: int = 0  # ... this many of them re-visits
 
 
 def _report(index: int, stats: CrawlStats, *, finished: bool = False, error: str = "") -> WorkerReport:
     return WorkerReport(index, stats.fetched, stats.failed, stats.retried, stats.skipped, stats.bytes,
                         stats.in_flight, frozenset(stats.busy_hosts), stats.retrying,
                         stats.next_attempt_at if stats.in_flight == 0 else 0.0, finished, error,
-                        stats.deferred, stats.deferred_until)
+                        stats.deferred, stats.deferred_until, stats.deferred_revisits)
 
 
 def _die_with_parent() -> None:
@@ -291,6 +292,7 @@ class WorkerPool:
         # Every worker that ended so counted the whole crawl's waiting URLs.
         stats.deferred = max((r.deferred for r in reports), default=0)
         stats.deferred_until = min((r.deferred_until for r in reports if r.deferred), default=0.0)
+        stats.deferred_revisits = max((r.deferred_revisits for r in reports), default=0)
 
 
 def _describe_exit(code: int) -> str:
