@@ -92,17 +92,15 @@ def test_a_url_takes_the_best_score_of_its_links_and_only_wanted_urls_are_scored
 
 
 def test_ranked_urls_carry_score_depth_parent_and_the_orderings_priority() -> None:
-    links = (Link("http://a.test/apple", anchor="red"), Link("http://a.test/pear", anchor="green"))
-    follow = {link.url: (link.url, "a.test") for link in links}
-    fresh = [link.url for link in links]
+    fresh = ["http://a.test/apple", "http://a.test/pear"]
     hosts = dict.fromkeys(fresh, "a.test")
-    new = ranked_urls(best_score_first, KeywordScorer(), _page(links), fresh, hosts,
-                      lambda url, host: host, follow)
-    assert [(u.url, u.depth, u.score, u.priority, u.parent) for u in new] == [
-        ("http://a.test/apple", 3, 1.0, -1.0, "http://a.test/from"),
-        ("http://a.test/pear", 3, 0.0, -0.0, "http://a.test/from"),
+    new = ranked_urls(best_score_first, {"http://a.test/apple": 1.0}, fresh, hosts, lambda url, host: host,
+                      3, "http://a.test/from")
+    assert [(u.url, u.host, u.depth, u.score, u.priority, u.parent) for u in new] == [
+        ("http://a.test/apple", "a.test", 3, 1.0, -1.0, "http://a.test/from"),
+        ("http://a.test/pear", "a.test", 3, 0.0, -0.0, "http://a.test/from"),
     ]
-    unscored = ranked_urls(deeper_first, None, _page(links), fresh, hosts, lambda url, host: host, follow)
+    unscored = ranked_urls(deeper_first, {}, fresh, hosts, lambda url, host: host, 3, "http://a.test/from")
     assert [(u.score, u.priority) for u in unscored] == [(0.0, -3), (0.0, -3)]
 
 

@@ -30,7 +30,14 @@ from harvestman.model.records import (
 from harvestman.model.sync import iterate_in_thread
 from harvestman.net.hostkeys import HostKeys
 from harvestman.net.urls import normalize
-from harvestman.policy.ordering import RANKS, SEED_SCORE, LinkScorer, check_ordering, ranked_urls
+from harvestman.policy.ordering import (
+    RANKS,
+    SEED_SCORE,
+    LinkScorer,
+    check_ordering,
+    link_scores,
+    ranked_urls,
+)
 from harvestman.policy.outcome import Decision, decide
 from harvestman.policy.politeness import FailureStreaks, breaker_pause
 from harvestman.policy.schedule import FetchSchedule, schedule_for, scheduled
@@ -492,14 +499,16 @@ class Crawler:
             if len(known) + len(fresh) > KNOWN_URLS:
                 known.clear()
             known.update(fresh)
+            # Scored before the await below: another page's parse may clear run.follow meanwhile.
+            scores = None if self._scorer is None else link_scores(
+                self._scorer, CrawledPage(result, parsed, leased.depth, tuple(links)), set(fresh), run.follow)
             await self._keys.prepare(fresh)
             depth = leased.depth + 1
             key = self._keys.key
             if self._rank is None:
                 new_urls = [NewUrl(url, key(url, hosts[url]), depth, 0.0, leased.url, depth) for url in fresh]
             else:
-                page = CrawledPage(result, parsed, leased.depth, tuple(links))
-                new_urls = ranked_urls(self._rank, self._scorer, page, fresh, hosts, key, run.follow)
+                new_urls = ranked_urls(self._rank, scores or {}, fresh, hosts, key, depth, leased.url)
             if result.status:
                 run.warc.write(result, self._request_headers(headers), links, decision.outcome.signature)
             self._pending.append((decision.outcome, new_urls))

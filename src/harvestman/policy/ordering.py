@@ -82,13 +82,11 @@ def link_scores(scorer: LinkScorer, page: CrawledPage, wanted: Collection[str],
     return scores
 
 
-def ranked_urls(rank: Callable[[int, float], float], scorer: LinkScorer | None, page: CrawledPage,
-                fresh: Sequence[str], hosts: Mapping[str, str], key: Callable[[str, str], str],
-                follow: Mapping[str, tuple[str, str] | None]) -> list[NewUrl]:
-    """The NewUrls of a page's `fresh` links with their scores and priorities (a crawl not plain bfs)."""
-    scores = link_scores(scorer, page, set(fresh), follow) if scorer is not None else {}
-    depth = page.depth + 1
-    parent = page.result.url
+def ranked_urls(rank: Callable[[int, float], float], scores: Mapping[str, float], fresh: Sequence[str],
+                hosts: Mapping[str, str], key: Callable[[str, str], str], depth: int,
+                parent: str) -> list[NewUrl]:
+    """The NewUrls of a page's `fresh` links (found on `parent`, at `depth`) with their scores
+    (`link_scores`; 0 when not scored) and their priorities by `rank`: a crawl not plain bfs."""
     new = []
     for url in fresh:
         score = scores.get(url, 0.0)
