@@ -104,7 +104,7 @@ def _write(path: Path, data: bytes) -> None:
         os.close(fd)
 
 
-def _write_host(directory: Path, host: str, pages: int, crawl_delay: float = 0.0) -> tuple[str, ...]:
+def write_host(directory: Path, host: str, pages: int, crawl_delay: float = 0.0) -> tuple[str, ...]:
     """Write `host`'s robots.txt and its `pages` pages under `directory`; return their paths."""
     directory.mkdir(parents=True, exist_ok=True)
     robots = f"User-agent: *\nDisallow: {PRIVATE}\n"
@@ -122,9 +122,9 @@ def generate_load_web(root: Path, port: int, *, big_pages: int, small_hosts: int
         raise ValueError("the load web needs a big host of 2+ pages and at least one small host")
     smalls = host_addresses(small_hosts, prefix=SMALL_PREFIX)
     delayed = frozenset(smalls[DELAYED_EVERY - 1 :: DELAYED_EVERY])
-    paths = {BIG_HOST: _write_host(root / BIG_HOST, BIG_HOST, big_pages)}
+    paths = {BIG_HOST: write_host(root / BIG_HOST, BIG_HOST, big_pages)}
     for host in smalls:
-        paths[host] = _write_host(root / host, host, SMALL_PAGES, CRAWL_DELAY if host in delayed else 0.0)
+        paths[host] = write_host(root / host, host, SMALL_PAGES, CRAWL_DELAY if host in delayed else 0.0)
     held = frozenset(smalls[HELD_OFFSET::HELD_EVERY])
     return LoadWeb(root, port, BIG_HOST, tuple(smalls), delayed, held, paths)
 
@@ -253,7 +253,7 @@ def run_soak(root: Path, hosts: int, pages: int, *, timeout: float, extra: Seque
     port = free_port("0.0.0.0")
     names = host_addresses(hosts, prefix=SOAK_PREFIX)
     for host in names:
-        _write_host(root / "web" / host, host, pages)
+        write_host(root / "web" / host, host, pages)
     seeds = root / "seeds.txt"
     seeds.write_text("".join(f"http://{host}:{port}/\n" for host in names))
     with NginxServer(root / "web", names, port, by_address=True) as server:

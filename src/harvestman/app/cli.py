@@ -17,6 +17,7 @@ from harvestman.app.report import EXPORT_FORMATS, EXPORT_WHAT, crawl_report, exp
 from harvestman.app.seeds import check_seeds, run_verdict
 from harvestman.crawl.engine import CrawlStats, deferred_note
 from harvestman.crawl.job import CrawlJob
+from harvestman.crawl.workers import NO_POLICIES, Policies
 from harvestman.model.config import CrawlConfig, config_from_mapping, load_toml
 from harvestman.model.errors import (
     EXIT_FAILED,
@@ -28,6 +29,7 @@ from harvestman.model.errors import (
     StorageError,
 )
 from harvestman.model.records import RunVerdict
+from harvestman.policy.ordering import check_ordering
 from harvestman.store.factory import is_postgres, open_store, shown
 
 DB_HELP = "the crawl database (default DIR/crawl.db): a path, sqlite:///PATH or postgresql://USER@HOST/DB"
@@ -68,6 +70,11 @@ def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
             "--include", action="append", metavar="REGEX", help="only follow URLs matching REGEX"
         )
         parser.add_argument(
+            "--ordering", choices=["bfs", "dfs", "score"],
+            help="order of each host's queue: shallower first (bfs, default), deeper first (dfs), or "
+                 "by a link scorer's score (score: Python API only)",
+        )
+        parser.add_argument(
             "--exclude", action="append", metavar="REGEX", help="never follow URLs matching REGEX"
         )
     parser.add_argument("--concurrency", type=int, help="concurrent fetches in total (default 100)")
@@ -86,6 +93,10 @@ def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
     parser.add_argument(
         "--max-wait", type=float, metavar="SECONDS",
         help="end the run when every URL left waits longer than this (default 600; --resume goes on)",
+    )
+    parser.add_argument(
+        "--revisit-after", type=float, metavar="SECONDS",
+        help="fetch each URL again SECONDS after each fetch, conditionally (default 0: never)",
     )
     parser.add_argument(
         "--max-size", type=int, metavar="BYTES", help="truncate bodies beyond BYTES (default 10 MiB)"
@@ -251,8 +262,8 @@ def finish(cfg: CrawlConfig, stats: CrawlStats, verdict: RunVerdict) -> int:
     if not cfg.quiet and not cfg.log_json:
         print_summary(crawl_report(cfg.out_dir, cfg.db))
     if stats.deferred:
-        print(f"harvestman: {deferred_note(stats.deferred, stats.deferred_until, cfg.max_wait)}",
-              file=sys.stderr)
+        note = deferred_note(stats.deferred, stats.deferred_until, cfg.max_wait, stats.deferred_revisits)
+        print(f"harvestman: {note}", file=sys.stderr)
     for line in verdict.lines:
         print(f"harvestman: {line}", file=sys.stderr)
     return verdict.exit_status
@@ -278,16 +289,20 @@ def worker_config(args: argparse.Namespace) -> CrawlConfig:
     return config_from_mapping({**json.loads(stored), **local, "out_dir": args.out, "db": location})
 
 
-def run_crawl(cfg: CrawlConfig, *, join: bool = False) -> int:
-    """Run one crawl with a progress display and a summary; Ctrl-C stops it cleanly. With `join`,
-    work on a crawl started elsewhere (its seeds are not given again)."""
+def run_crawl(cfg: CrawlConfig, policies: Policies = NO_POLICIES, *, join: bool = False) -> int:
+    """Run one crawl with a progress display and a summary; Ctrl-C stops it cleanly.
+
+    `policies`: a link scorer and a fetch schedule, for every process of the crawl. With `join`,
+    work on a crawl started elsewhere (its seeds are not given again).
+    """
+    check_ordering(cfg.ordering, policies.scorer)
     if join:
         out = Path(cfg.out_dir)
         if out.exists() and not out.is_dir():
             raise ConfigError(f"--out {out} is a file, not a folder: name a new or an existing output folder")
     else:
         check_before_creating(cfg)
-    job = CrawlJob(cfg, verdict=lambda folder: run_verdict(folder, cfg.db), join=join)
+    job = CrawlJob(cfg, verdict=lambda folder: run_verdict(folder, cfg.db), join=join, policies=policies)
     on_signal = _StopOnSignal(job.stop, cfg.quiet)
     previous = {sig: signal.signal(sig, lambda _sig, _frame: on_signal())
                 for sig in (signal.SIGINT, signal.SIGTERM)}

@@ -33,8 +33,17 @@ from harvestman.model.records import (
 from harvestman.model.sync import iterate_in_thread
 from harvestman.net.hostkeys import HostKeys
 from harvestman.net.urls import normalize
+from harvestman.policy.ordering import (
+    RANKS,
+    SEED_SCORE,
+    LinkScorer,
+    check_ordering,
+    link_scores,
+    ranked_urls,
+)
 from harvestman.policy.outcome import Decision, decide
 from harvestman.policy.politeness import FailureStreaks, breaker_pause
+from harvestman.policy.schedule import FetchSchedule, schedule_for, scheduled
 from harvestman.policy.scope import Scope, followed_links
 from harvestman.store.factory import is_postgres, open_store, store_location
 from harvestman.store.frontier import Store
@@ -69,6 +78,7 @@ class CrawlStats:
     # The run ended because every URL left waits beyond --max-wait: how many, and the earliest due.
     deferred: int = 0
     deferred_until: float = 0.0
+    deferred_revisits: int = 0  # of `deferred`, the URLs fetched before that wait for a re-visit
     busy_hosts: set[str] = field(default_factory=set)
 
     def pages_per_second(self, now: float | None = None) -> float:
@@ -105,13 +115,16 @@ class _Run:
     follow: dict[str, tuple[str, str] | None] = field(default_factory=dict)
 
 
-def deferred_note(count: int, until: float, max_wait: float) -> str:
-    """The one line that says a run ended with URLs deferred beyond --max-wait, and what to do."""
+def deferred_note(count: int, until: float, max_wait: float, revisits: int = 0) -> str:
+    """The one line that says a run ended with URLs deferred beyond --max-wait, and what to do
+    (`revisits`: how many of them were fetched and wait for a re-visit)."""
     try:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(until))
     except (OverflowError, OSError, ValueError):  # "never": a host with nothing it could lease
         when = "later"
     urls = "1 URL waits" if count == 1 else f"{count} URLs wait"
+    if revisits:
+        urls += " for a re-visit" if revisits == count else f", {revisits} of them for a re-visit"
     return (f"{urls} (the first until {when}), longer than --max-wait {max_wait:g}s: "
             "--resume continues them")
 
@@ -120,7 +133,8 @@ def finished_message(stats: CrawlStats, max_wait: float) -> str:
     """The message of a run's CRAWL_FINISHED event: its counts, and what waits beyond --max-wait."""
     message = f"{stats.fetched} fetched, {stats.failed} failed"
     if stats.deferred:
-        message += "; " + deferred_note(stats.deferred, stats.deferred_until, max_wait)
+        message += "; " + deferred_note(stats.deferred, stats.deferred_until, max_wait,
+                                        stats.deferred_revisits)
     return message
 
 
@@ -141,7 +155,10 @@ class Crawler:
         on_event: EventHandler | None = None,
         worker: WorkerSlot | None = None,
         sinks: Sequence[SinkFactory] = (),
+        scorer: LinkScorer | None = None,
+        schedule: FetchSchedule | None = None,
     ) -> None:
+        check_ordering(config.ordering, scorer)
         self.config = config
         self.worker = worker  # None: this process runs the whole crawl
         self._sink_factories = tuple(sinks)
@@ -170,6 +187,11 @@ class Crawler:
         # Pages started per host (politeness key) in this run, for the page budget; a host is
         # leased by one process only, so each worker counts its own hosts completely.
         self._host_pages: dict[str, int] = {}
+        # Ordering and re-visits (policy/ordering.py, policy/schedule.py). None on the default crawl
+        # (bfs, no scorer, no re-visits), whose page path then stays as it was: no call per link.
+        self._scorer = scorer
+        self._rank = None if config.ordering == "bfs" and scorer is None else RANKS[config.ordering]
+        self._schedule = schedule_for(config.revisit_after, schedule)
 
     # ----- faces -----------------------------------------------------------------------------
 
@@ -353,7 +375,8 @@ class Crawler:
         # storing its seeds and queuing them must not resume into an empty crawl.
         queue = seeds if cfg.resume else new
         await self._keys.prepare(queue)
-        frontier.add([NewUrl(url, self._keys.key(url), 0, 1.0, priority=0.0) for url in queue])
+        seed = RANKS[cfg.ordering](0, SEED_SCORE)
+        frontier.add([NewUrl(url, self._keys.key(url), 0, SEED_SCORE, priority=seed) for url in queue])
         counts = frontier.counts()
         self._done_total = sum(n for state, n in counts.items() if state != UrlState.UNFETCHED)
         return seeds
@@ -426,6 +449,8 @@ class Crawler:
         if ready is None or ready - now <= self.config.max_wait:
             return False
         self.stats.deferred = frontier.pending()
+        if self._schedule is not None:  # what waits is queued; all but the unfetched wait for a re-visit
+            self.stats.deferred_revisits = self.stats.deferred - frontier.counts()[UrlState.UNFETCHED]
         self.stats.deferred_until = ready
         return True
 
@@ -489,6 +514,8 @@ class Crawler:
             # The title from the parse the links needed anyway: no page is parsed for it alone.
             decision = decide(result, leased, time.time(), self._politeness,
                               title=parsed.title if parsed else "")
+            if self._schedule is not None:
+                decision = scheduled(decision, self._schedule, leased)
             self.stats.bytes += result.wire_bytes
             links = list(hosts)
             known = self._known
@@ -496,10 +523,16 @@ class Crawler:
             if len(known) + len(fresh) > KNOWN_URLS:
                 known.clear()
             known.update(fresh)
+            # Scored before the await below: another page's parse may clear run.follow meanwhile.
+            scores = None if self._scorer is None else link_scores(
+                self._scorer, CrawledPage(result, parsed, leased.depth, tuple(links)), set(fresh), run.follow)
             await self._keys.prepare(fresh)
             depth = leased.depth + 1
             key = self._keys.key
-            new_urls = [NewUrl(url, key(url, hosts[url]), depth, 0.0, leased.url, depth) for url in fresh]
+            if self._rank is None:
+                new_urls = [NewUrl(url, key(url, hosts[url]), depth, 0.0, leased.url, depth) for url in fresh]
+            else:
+                new_urls = ranked_urls(self._rank, scores or {}, fresh, hosts, key, depth, leased.url)
             if result.status:
                 run.warc.write(result, self._request_headers(headers), links, decision.outcome.signature)
             self._pending.append((decision.outcome, new_urls))
@@ -614,9 +647,9 @@ class Crawler:
             return None, {}
         if not 200 <= result.status < 300:
             return None, {}
-        # Text only for a library consumer or a sink: the crawl itself stores raw bytes. Anchor texts
-        # cost ~1 µs a link, a fifth of the parse (docs/config.md, link_anchors): on request.
-        with_text = run.on_page is not None or run.sinks is not None
+        # Text only for a library consumer, a sink or a scorer: the crawl itself stores raw bytes.
+        # Anchor texts cost ~1 µs a link, a fifth of the parse (docs/config.md, link_anchors).
+        with_text = run.on_page is not None or run.sinks is not None or self._scorer is not None
         parsed = parse_html(result.text, result.final_url, max_links=cfg.max_outlinks,
                             with_text=with_text, anchors=with_text or cfg.link_anchors)
         if parsed.nofollow or leased.depth + 1 > cfg.max_depth:

@@ -25,7 +25,14 @@ from typing import TypeVar
 
 from harvestman.crawl.engine import Crawler, CrawlStats
 from harvestman.crawl.sinks import SinkFactory
-from harvestman.crawl.workers import PageCallback, WorkerPool, tune_for_crawling, worker_count
+from harvestman.crawl.workers import (
+    NO_POLICIES,
+    PageCallback,
+    Policies,
+    WorkerPool,
+    tune_for_crawling,
+    worker_count,
+)
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import ConfigError
 from harvestman.model.events import Event
@@ -162,10 +169,12 @@ class CrawlJob:
         sinks: Sequence[SinkFactory] = (),
         verdict: Callable[[Path], RunVerdict] | None = None,
         join: bool = False,
+        policies: Policies = NO_POLICIES,
     ) -> None:
         self.config = config
         self.processes = worker_count(config)
         self.join = join  # join a crawl started elsewhere (`harvestman worker`): always worker processes
+        self.policies = policies  # a link scorer and a fetch schedule, for every crawling process
         self._on_event = on_event
         self._on_page = on_page
         self._sinks = tuple(sinks)
@@ -223,7 +232,7 @@ class CrawlJob:
         tune_for_crawling()
         if self.processes > 1 or self.join:
             pool = WorkerPool(cfg, self.processes, self._stats, on_event=on_event, on_page=self._on_page,
-                              sinks=self._sinks, join=self.join)
+                              sinks=self._sinks, join=self.join, policies=self.policies)
             self._stop = pool.stop
             pool.start()  # here, before this job's thread exists: the workers are forked
             return pool.wait
@@ -242,7 +251,8 @@ class CrawlJob:
                     crawler.stop(abandon=True)
             return call
 
-        crawler = Crawler(cfg, on_event=guarded(on_event) if on_event else None, sinks=self._sinks)
+        crawler = Crawler(cfg, on_event=guarded(on_event) if on_event else None, sinks=self._sinks,
+                          scorer=self.policies.scorer, schedule=self.policies.schedule)
         self._stats = crawler.stats
         self._stop = crawler.stop
         on_page = guarded(self._on_page) if self._on_page else None

@@ -48,6 +48,8 @@ from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import HarvestmanError
 from harvestman.model.events import Event, EventKind
 from harvestman.model.records import CrawledPage
+from harvestman.policy.ordering import LinkScorer
+from harvestman.policy.schedule import FetchSchedule
 from harvestman.store.frontier import Store
 from harvestman.store.warc import recover
 
@@ -113,13 +115,14 @@ class WorkerReport:
     error: str = ""  # why the worker could not go on (a full disk, say)
     deferred: int = 0  # the crawl ended with this many URLs waiting beyond --max-wait ...
     deferred_until: float = 0.0  # ... the first until then
+    deferred_revisits: int = 0  # ... this many of them re-visits
 
 
 def _report(index: int, stats: CrawlStats, *, finished: bool = False, error: str = "") -> WorkerReport:
     return WorkerReport(index, stats.fetched, stats.failed, stats.retried, stats.skipped, stats.bytes,
                         stats.in_flight, frozenset(stats.busy_hosts), stats.retrying,
                         stats.next_attempt_at if stats.in_flight == 0 else 0.0, finished, error,
-                        stats.deferred, stats.deferred_until)
+                        stats.deferred, stats.deferred_until, stats.deferred_revisits)
 
 
 class _Outbox:
@@ -158,9 +161,21 @@ def _die_with_parent() -> None:
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
+@dataclass(frozen=True, slots=True)
+class Policies:
+    """The Python policies a crawl runs with, handed to every worker: inherited by a forked worker,
+    pickled for a spawned one (then they must be module-level functions or classes)."""
+
+    scorer: LinkScorer | None = None
+    schedule: FetchSchedule | None = None
+
+
+NO_POLICIES = Policies()
+
+
 def _worker_main(cfg: CrawlConfig, slot: WorkerSlot, reports: Any, parent_pid: int, go: Any,
                  sinks: Sequence[SinkFactory] = (), forward: Connection | None = None,
-                 events: bool = False, pages: bool = False) -> None:
+                 events: bool = False, pages: bool = False, policies: Policies = NO_POLICIES) -> None:
     """A worker process: once the parent has prepared the run, crawl this slot's share, reporting
     counters (and over `forward` its `events` and `pages`, as asked) to the parent."""
     _die_with_parent()
@@ -173,7 +188,8 @@ def _worker_main(cfg: CrawlConfig, slot: WorkerSlot, reports: Any, parent_pid: i
             return
     tune_for_crawling()
     outbox = _Outbox(forward) if forward is not None else None
-    crawler = Crawler(cfg, worker=slot, sinks=sinks, on_event=outbox.event if outbox and events else None)
+    crawler = Crawler(cfg, worker=slot, sinks=sinks, on_event=outbox.event if outbox and events else None,
+                      scorer=policies.scorer, schedule=policies.schedule)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -225,8 +241,10 @@ class WorkerPool:
 
     def __init__(self, cfg: CrawlConfig, count: int, stats: CrawlStats, *,
                  on_event: EventHandler | None = None, on_page: PageCallback | None = None,
-                 sinks: Sequence[SinkFactory] = (), join: bool = False) -> None:
+                 sinks: Sequence[SinkFactory] = (), join: bool = False,
+                 policies: Policies = NO_POLICIES) -> None:
         self.cfg = cfg
+        self.policies = policies
         self.count = count
         self.join = join  # join a crawl started elsewhere: its seeds and leases are not touched
         self.stats = stats
@@ -279,7 +297,8 @@ class WorkerPool:
                 self._inbox.append(reader)
             proc = context.Process(target=_worker_main, name=f"harvestman-worker-{i}",
                                    args=(worker_cfg, WorkerSlot(i, self.count), self._reports, os.getpid(),
-                                         go, self._sinks, writer, self._on_event is not None, pages))
+                                         go, self._sinks, writer, self._on_event is not None, pages,
+                                         self.policies))
             self._procs.append(proc)
             proc.start()
             if writer is not None:
@@ -287,12 +306,15 @@ class WorkerPool:
                 # worker holds a pipe's sending end, and that worker's exit reads as its end.
                 writer.close()
         try:
-            self._frontier = Crawler(cfg).open_frontier()  # held open: its lock keeps other crawls out
+            scorer, schedule = self.policies.scorer, self.policies.schedule
+            # Held open: its lock keeps other crawls out.
+            self._frontier = Crawler(cfg, scorer=scorer, schedule=schedule).open_frontier()
             early = self._early.append if listening else None
             if self.join:
                 recover(Path(cfg.out_dir) / "warc")  # this machine's own files, from a run killed before
             else:
-                asyncio.run(Crawler(cfg, frontier=self._frontier, on_event=early).prepare())
+                asyncio.run(Crawler(cfg, frontier=self._frontier, on_event=early, scorer=scorer,
+                                    schedule=schedule).prepare())
             if listening:
                 seeds = (self._frontier.get_meta("seeds") or "").split("\n")
                 self._early.append(Event(EventKind.CRAWL_STARTED, time.time(), message=" ".join(seeds)))
@@ -427,6 +449,7 @@ class WorkerPool:
         # Every worker that ended so counted the whole crawl's waiting URLs.
         stats.deferred = max((r.deferred for r in reports), default=0)
         stats.deferred_until = min((r.deferred_until for r in reports if r.deferred), default=0.0)
+        stats.deferred_revisits = max((r.deferred_revisits for r in reports), default=0)
 
 
 def _describe_exit(code: int) -> str:

@@ -21,6 +21,7 @@ from harvestman.model.errors import ConfigError
 
 SCOPES = ("host", "domain", "any")
 HOST_KEYS = ("host", "domain", "ip")
+ORDERINGS = ("bfs", "dfs", "score")  # policy/ordering.py
 DEFAULT_USER_AGENT = "harvestman/0.1 (+https://pypi.org/project/harvestman/)"
 # Distinct links kept per page. The index pages of documentation sites carry 13,000-17,000 (Python's
 # genindex-all.html), so 20,000 keeps them whole with room to spare, while bounding what one page
@@ -89,7 +90,8 @@ class RobotsSettings:
 
 @dataclass(frozen=True, slots=True)
 class LinkSettings:
-    """Which links a page gives the crawl: scope, patterns, depth, and the caps on links."""
+    """Which links a page gives the crawl (scope, patterns, depth, caps), in which order they are
+    fetched, and when again."""
 
     follow_links: bool
     scope: str
@@ -99,6 +101,8 @@ class LinkSettings:
     max_url_length: int
     max_outlinks: int
     link_anchors: bool  # the link graph keeps anchor texts
+    ordering: str
+    revisit_after: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +177,10 @@ class CrawlConfig:
     # When every URL left waits longer than this (Retry-After, circuit breaker, retry back-off), the
     # run ends; --resume continues them.
     max_wait: float = 600.0
+    # The order of a host's queue: "bfs" (shallower first), "dfs" (deeper first) or "score" (a
+    # link scorer's higher scores first; policy/ordering.py).
+    ordering: str = "bfs"
+    revisit_after: float = 0.0  # seconds after a fetch to fetch the URL again; 0: never
     robots_ttl: float = 24 * 3600.0
     obey_robots: bool = True
     verify_tls: bool = True
@@ -253,8 +261,11 @@ def _validate(cfg: CrawlConfig) -> None:
     positive("warc_max_bytes", cfg.warc_max_bytes)
     positive("lease_seconds", cfg.lease_seconds)
     positive("max_wait", cfg.max_wait, allow_zero=True)
+    positive("revisit_after", cfg.revisit_after, allow_zero=True)
     if cfg.scope not in SCOPES:
         raise ConfigError(f"scope must be one of {', '.join(SCOPES)}, got {cfg.scope!r}")
+    if cfg.ordering not in ORDERINGS:
+        raise ConfigError(f"ordering must be one of {', '.join(ORDERINGS)}, got {cfg.ordering!r}")
     if cfg.host_key not in HOST_KEYS:
         raise ConfigError(f"host_key must be one of {', '.join(HOST_KEYS)}, got {cfg.host_key!r}")
     for pattern in (*cfg.include, *cfg.exclude):
