@@ -13,7 +13,8 @@ import pytest
 from rich.console import Console
 
 from harvestman.app.progress import ProgressDisplay
-from harvestman.crawl.engine import Crawler, CrawlStats
+from harvestman.crawl.engine import Crawler
+from harvestman.crawl.stats import CrawlStats
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import exit_status_of, failure_help
 from tests.crawlcheck import run_cli, run_cli_measured

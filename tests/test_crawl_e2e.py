@@ -126,7 +126,7 @@ def test_bad_input_gets_a_clear_message_and_exit_status(
 
 
 def test_a_seed_without_a_scheme_is_taken_as_http() -> None:
-    from harvestman.crawl.engine import with_scheme
+    from harvestman.crawl.seeding import with_scheme
 
     assert with_scheme("example.com/a") == "http://example.com/a"
     assert with_scheme("https://example.com/") == "https://example.com/"

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from harvestman.crawl.engine import Crawler, deferred_note
+from harvestman.crawl.engine import Crawler
+from harvestman.crawl.stats import deferred_note
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import ConfigError
 from harvestman.model.records import FetchOutcome, LeasedUrl, UrlState

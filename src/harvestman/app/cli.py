@@ -15,8 +15,8 @@ from harvestman import __version__
 from harvestman.app.progress import ProgressDisplay, print_summary
 from harvestman.app.report import EXPORT_FORMATS, EXPORT_WHAT, crawl_report, export_records
 from harvestman.app.seeds import check_seeds, run_verdict
-from harvestman.crawl.engine import CrawlStats, deferred_note
 from harvestman.crawl.job import CrawlJob
+from harvestman.crawl.stats import CrawlStats, deferred_note
 from harvestman.crawl.workers import NO_POLICIES, Policies
 from harvestman.model.config import CrawlConfig, config_from_mapping, load_toml
 from harvestman.model.errors import (

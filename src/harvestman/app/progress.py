@@ -12,7 +12,7 @@ from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
-from harvestman.crawl.engine import CrawlStats
+from harvestman.crawl.stats import CrawlStats
 
 
 def human_bytes(count: float) -> str:

@@ -9,7 +9,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from harvestman.app.report import open_crawl
-from harvestman.crawl.engine import with_scheme
+from harvestman.crawl.seeding import with_scheme
 from harvestman.model.errors import EXIT_OK, InvalidUrlError, exit_status_of, failure_help
 from harvestman.model.records import RunVerdict, UrlRecord, UrlState
 from harvestman.net.addrguard import parse_ip

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import sys
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harvestman.crawl.parse import parse_html
+from harvestman.crawl.pagelinks import outlinks, page_links
 from harvestman.crawl.robots_gate import RobotsGate
+from harvestman.crawl.seeding import store_seeds
 from harvestman.crawl.sinks import SinkContext, SinkFactory, SinkPipeline
+from harvestman.crawl.stats import CrawlStats, WorkerSlot, finished_message
 from harvestman.fetch.fetcher import FOLLOW, Fetcher, HopVerdict
 from harvestman.fetch.transport import ACCEPT_ENCODING, CurlTransport, Transport, TransportSettings
-from harvestman.model.config import CrawlConfig, crawl_settings
-from harvestman.model.errors import ConfigError, InvalidUrlError, StorageError, error_for
+from harvestman.model.config import CrawlConfig
+from harvestman.model.errors import ConfigError, StorageError, error_for
 from harvestman.model.events import Event, EventKind
 from harvestman.model.faults import crash_point
 from harvestman.model.records import (
@@ -27,15 +28,12 @@ from harvestman.model.records import (
     LeasedUrl,
     NewUrl,
     PageLinks,
-    ParsedPage,
     UrlState,
 )
 from harvestman.model.sync import iterate_in_thread
 from harvestman.net.hostkeys import HostKeys
-from harvestman.net.urls import normalize
 from harvestman.policy.ordering import (
     RANKS,
-    SEED_SCORE,
     LinkScorer,
     check_ordering,
     link_scores,
@@ -44,55 +42,19 @@ from harvestman.policy.ordering import (
 from harvestman.policy.outcome import Decision, decide
 from harvestman.policy.politeness import FailureStreaks, breaker_pause
 from harvestman.policy.schedule import FetchSchedule, schedule_for, scheduled
-from harvestman.policy.scope import Scope, followed_links
-from harvestman.store.factory import is_postgres, open_store, store_location
+from harvestman.policy.scope import Scope
+from harvestman.store.factory import open_store, store_location
 from harvestman.store.frontier import Store
 from harvestman.store.journal import RunJournal
 from harvestman.store.warc import WarcWriter, recover
 
-HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 IDLE_POLL = 0.25  # longest sleep while waiting for a host to become ready
 # A worker whose share is done asks this often whether the whole crawl is: a cheap read, and the
 # crawl's end (and the command's exit) should not wait a whole IDLE_POLL for it.
 SHARE_EMPTY_POLL = 0.05
 MAX_SPACED_HOSTS = 10_000  # per-host start times kept before the stale ones are dropped
 KNOWN_URLS = 1 << 17  # URLs this process has sent to the frontier, remembered to skip resending
-FOLLOW_CACHE = 1 << 16  # resolved links whose normalized form and scope verdict are remembered
 QUEUE_SAMPLE_EVERY = 0.25  # seconds between samples of the frontier's size for the display
-
-
-@dataclass(slots=True)
-class CrawlStats:
-    """Counters of this run, read by the progress display and the summary."""
-
-    started_at: float = field(default_factory=time.time)
-    fetched: int = 0  # responses stored
-    failed: int = 0  # URLs that ended in an error
-    retried: int = 0  # attempts that will be retried
-    skipped: int = 0  # refused before fetching (robots.txt, invalid seed)
-    bytes: int = 0  # bytes on the wire
-    in_flight: int = 0
-    queued: int = 0  # URLs waiting in the frontier (sampled a few times a second)
-    retrying: int = 0  # URLs waiting for another attempt (a failed fetch, or robots.txt unreachable)
-    next_attempt_at: float = 0.0  # when nothing is in flight: when the next URL is due (0: unknown)
-    # The run ended because every URL left waits beyond --max-wait: how many, and the earliest due.
-    deferred: int = 0
-    deferred_until: float = 0.0
-    deferred_revisits: int = 0  # of `deferred`, the URLs fetched before that wait for a re-visit
-    busy_hosts: set[str] = field(default_factory=set)
-
-    def pages_per_second(self, now: float | None = None) -> float:
-        """Responses stored per second since the run started."""
-        elapsed = (now or time.time()) - self.started_at
-        return self.fetched / elapsed if elapsed > 0 else 0.0
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerSlot:
-    """One process's share of a crawl run by several: the hosts whose id modulo `count` is `index`."""
-
-    index: int
-    count: int
 
 
 PageHandler = Callable[[CrawledPage], Awaitable[None]]
@@ -113,34 +75,6 @@ class _Run:
     sinks: SinkPipeline | None  # None when there is none: one check a page
     # Resolved link -> (normalized URL, host) when it is to be followed, else None (followed_links).
     follow: dict[str, tuple[str, str] | None] = field(default_factory=dict)
-
-
-def deferred_note(count: int, until: float, max_wait: float, revisits: int = 0) -> str:
-    """The one line that says a run ended with URLs deferred beyond --max-wait, and what to do
-    (`revisits`: how many of them were fetched and wait for a re-visit)."""
-    try:
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(until))
-    except (OverflowError, OSError, ValueError):  # "never": a host with nothing it could lease
-        when = "later"
-    urls = "1 URL waits" if count == 1 else f"{count} URLs wait"
-    if revisits:
-        urls += " for a re-visit" if revisits == count else f", {revisits} of them for a re-visit"
-    return (f"{urls} (the first until {when}), longer than --max-wait {max_wait:g}s: "
-            "--resume continues them")
-
-
-def finished_message(stats: CrawlStats, max_wait: float) -> str:
-    """The message of a run's CRAWL_FINISHED event: its counts, and what waits beyond --max-wait."""
-    message = f"{stats.fetched} fetched, {stats.failed} failed"
-    if stats.deferred:
-        message += "; " + deferred_note(stats.deferred, stats.deferred_until, max_wait,
-                                        stats.deferred_revisits)
-    return message
-
-
-def with_scheme(seed: str) -> str:
-    """`example.com/x` as `http://example.com/x`: a seed typed without a scheme, as curl takes it."""
-    return seed if "://" in seed or not seed else f"http://{seed}"
 
 
 class Crawler:
@@ -176,6 +110,7 @@ class Crawler:
         self._done_total = 0
         self._keys = HostKeys(config.host_key, config.resolve)
         self._politeness = config.politeness  # made once: outcome.decide reads it for every page
+        self._links = config.links
         # Hosts whose failure streak the frontier is counting, with the URLs counted in it.
         self._failing_hosts = FailureStreaks()
         self._retrying: set[str] = set()  # URLs handed back for another attempt, for the display
@@ -338,45 +273,13 @@ class Crawler:
 
     async def _prepare(self, frontier: Store, journal: RunJournal) -> list[str]:
         """Record the run's seeds, or take them back from the database when resuming."""
-        cfg = self.config
-        stored = frontier.get_meta("seeds")
-        if stored is not None and not cfg.resume:
-            raise ConfigError(
-                f"{cfg.out_dir} already holds a crawl; pass --resume to continue it, or choose another --out"
-            )
-        # A crawl shared by several machines (PostgreSQL) may have workers running elsewhere that
-        # hold leases: those of the run being resumed come back when they expire (lease_seconds).
-        if cfg.resume and not is_postgres(store_location(cfg.db, cfg.out_dir)):
-            released = frontier.release_leases()
-            if released:
-                message = f"resumed; {released} leases released"
-                self._emit(Event(EventKind.CRAWL_STARTED, time.time(), message=message))
-        seeds: list[str] = stored.split("\n") if stored else []
-        known = set(seeds)  # a list's `in` made storing 2*10^5 seeds quadratic (24 s)
-        new: list[str] = []
-        for raw in cfg.seeds:
-            try:
-                url = normalize(with_scheme(raw.strip()), max_length=cfg.max_url_length)
-            except InvalidUrlError as exc:
-                journal.download(raw, False, f"invalid URL: {exc}")
-                self.stats.skipped += 1
-                self._emit(Event(EventKind.GAVE_UP, time.time(), url=raw, error_class="invalid_url",
-                                 message=str(exc)))
-                continue
-            new.append(url)
-            if url not in known:
-                known.add(url)
-                seeds.append(url)
-        if not seeds:
-            raise ConfigError("no valid seed URL to start from")
-        frontier.set_meta("seeds", "\n".join(seeds))
-        frontier.set_meta("settings", json.dumps(crawl_settings(cfg)))  # what `harvestman worker` takes
-        # On resume every seed is queued again (known ones are ignored): a run killed between
-        # storing its seeds and queuing them must not resume into an empty crawl.
-        queue = seeds if cfg.resume else new
-        await self._keys.prepare(queue)
-        seed = RANKS[cfg.ordering](0, SEED_SCORE)
-        frontier.add([NewUrl(url, self._keys.key(url), 0, SEED_SCORE, priority=seed) for url in queue])
+
+        def skipped(event: Event) -> None:
+            self.stats.skipped += 1
+            self._emit(event)
+
+        seeds = await store_seeds(frontier, self.config, self._keys, journal, emit=self._emit,
+                                  skipped=skipped)
         counts = frontier.counts()
         self._done_total = sum(n for state, n in counts.items() if state != UrlState.UNFETCHED)
         return seeds
@@ -510,7 +413,10 @@ class Crawler:
             headers = self._conditional_headers(leased)
             result = await run.fetcher.fetch(leased.url, headers=headers, timeout=cfg.timeout,
                                              max_size=cfg.max_size, attempt=leased.retries + 1)
-            parsed, hosts = self._outlinks(result, leased, run) if cfg.follow_links else (None, {})
+            parsed, hosts = (outlinks(result, leased.depth, self._links, run.scope, run.follow,
+                                      with_text=run.on_page is not None or run.sinks is not None
+                                      or self._scorer is not None)
+                             if cfg.follow_links else (None, {}))
             # The title from the parse the links needed anyway: no page is parsed for it alone.
             decision = decide(result, leased, time.time(), self._politeness,
                               title=parsed.title if parsed else "")
@@ -537,7 +443,7 @@ class Crawler:
                 run.warc.write(result, self._request_headers(headers), links, decision.outcome.signature)
             self._pending.append((decision.outcome, new_urls))
             if parsed is not None and parsed.links:
-                self._pending_links.append(self._page_links(leased.url, parsed))
+                self._pending_links.append(page_links(leased.url, parsed))
             crash_point("fetched-before-commit")  # crash tests: stored in the WARC, not yet committed
             self._account(decision, result, leased, run)
             if (run.on_page is not None or run.sinks is not None) and result.status and decision.final:
@@ -637,37 +543,6 @@ class Crawler:
             self._next_start = {h: t for h, t in self._next_start.items() if t > now}
         if start > now:
             await asyncio.sleep(start - now)
-
-    def _outlinks(
-        self, result: FetchResult, leased: LeasedUrl, run: _Run
-    ) -> tuple[ParsedPage | None, dict[str, str]]:
-        """Parse an HTML page; the links worth queueing (normalized, in scope, not too deep), with hosts."""
-        cfg = self.config
-        if result.text is None or result.is_binary or result.content_type not in HTML_TYPES:
-            return None, {}
-        if not 200 <= result.status < 300:
-            return None, {}
-        # Text only for a library consumer, a sink or a scorer: the crawl itself stores raw bytes.
-        # Anchor texts cost ~1 µs a link, a fifth of the parse (docs/config.md, link_anchors).
-        with_text = run.on_page is not None or run.sinks is not None or self._scorer is not None
-        parsed = parse_html(result.text, result.final_url, max_links=cfg.max_outlinks,
-                            with_text=with_text, anchors=with_text or cfg.link_anchors)
-        if parsed.nofollow or leased.depth + 1 > cfg.max_depth:
-            return parsed, {}
-        if len(run.follow) > FOLLOW_CACHE:
-            run.follow.clear()
-        followed = (link.url for link in parsed.links if not link.nofollow)
-        hosts = followed_links(followed, run.scope, run.follow, max_length=cfg.max_url_length)
-        return parsed, hosts
-
-    @staticmethod
-    def _page_links(url: str, parsed: ParsedPage) -> PageLinks:
-        """A page's links for the link graph: all of them (any host, in scope or not, nofollow
-        too), as parsed and capped; a page whose meta robots says nofollow marks every one."""
-        links = parsed.links
-        if parsed.nofollow:
-            links = tuple(link._replace(nofollow=True) for link in links)
-        return PageLinks(url, links)
 
     async def _hop_check(self, url: str, run: _Run) -> HopVerdict:
         """Whether to follow a redirect hop to `url`: in scope, allowed by robots.txt, not yet known.

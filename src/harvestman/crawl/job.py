@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
-from harvestman.crawl.engine import Crawler, CrawlStats
+from harvestman.crawl.engine import Crawler
 from harvestman.crawl.sinks import SinkFactory
+from harvestman.crawl.stats import CrawlStats
 from harvestman.crawl.workers import (
     NO_POLICIES,
     PageCallback,

@@ -42,8 +42,9 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
-from harvestman.crawl.engine import Crawler, CrawlStats, EventHandler, WorkerSlot, finished_message
+from harvestman.crawl.engine import Crawler, EventHandler
 from harvestman.crawl.sinks import SinkFactory
+from harvestman.crawl.stats import CrawlStats, WorkerSlot, finished_message
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import HarvestmanError
 from harvestman.model.events import Event, EventKind
