@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from harvestman.model.errors import ConfigError, FrontierError
-from harvestman.store.factory import is_postgres, open_store, shown, sqlite_path, store_location
+from harvestman.net.urls import without_password
+from harvestman.store.factory import is_postgres, open_store, sqlite_path, store_location
 from harvestman.store.frontier import Store
 from harvestman.store.sqlite_store import SqliteStore
 from tests.crawlcheck import run_cli
@@ -26,8 +27,8 @@ def test_locations() -> None:
     assert is_postgres("postgresql://u@h:5432/db") and is_postgres("postgres://h/db")
     assert not is_postgres("postgresql.db") and not is_postgres("/tmp/postgresql://x")
     secret = "postgresql://crawler:s3cret@db.test:5432/crawl"
-    assert shown(secret) == "postgresql://crawler:***@db.test:5432/crawl"
-    assert shown("postgresql://crawler@db.test/crawl") == "postgresql://crawler@db.test/crawl"
+    assert without_password(secret) == "postgresql://crawler:***@db.test:5432/crawl"
+    assert without_password("postgresql://crawler@db.test/crawl") == "postgresql://crawler@db.test/crawl"
 
 
 @pytest.mark.parametrize("location", ["mysql://h/db", "sqlite://relative.db", "http://example.test/"])

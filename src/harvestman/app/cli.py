@@ -29,8 +29,9 @@ from harvestman.model.errors import (
     StorageError,
 )
 from harvestman.model.records import RunVerdict
+from harvestman.net.urls import without_password
 from harvestman.policy.ordering import check_ordering
-from harvestman.store.factory import is_postgres, open_store, shown
+from harvestman.store.factory import is_postgres, open_store
 
 DB_HELP = "the crawl database (default DIR/crawl.db): a path, sqlite:///PATH or postgresql://USER@HOST/DB"
 
@@ -282,8 +283,8 @@ def worker_config(args: argparse.Namespace) -> CrawlConfig:
     finally:
         store.close()
     if stored is None:
-        raise ConfigError(f"no crawl in {shown(location)} yet: start one with "
-                          f"`harvestman crawl SEED... --db {shown(location)} --out DIR`")
+        raise ConfigError(f"no crawl in {without_password(location)} yet: start one with "
+                          f"`harvestman crawl SEED... --db {without_password(location)} --out DIR`")
     local = {name: value for name in ("workers", "resolve", "allow_net", "quiet", "log_json")
              if (value := getattr(args, name)) is not None}
     return config_from_mapping({**json.loads(stored), **local, "out_dir": args.out, "db": location})

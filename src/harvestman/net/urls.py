@@ -7,6 +7,7 @@ import importlib
 import ipaddress
 import re
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from harvestman.model.errors import InvalidUrlError
 
@@ -240,3 +241,12 @@ def registered_domain(host: str) -> str:
         return host
     domain: str = _extractor()(host).top_domain_under_public_suffix
     return domain or host
+
+
+def without_password(location: str) -> str:
+    """`location` fit for a message or a log: a password in it is replaced by ***."""
+    parts = urlsplit(location)
+    if "://" not in location or parts.password is None:
+        return location
+    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
+    return urlunsplit(parts._replace(netloc=netloc))

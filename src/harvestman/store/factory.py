@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 from harvestman.model.errors import ConfigError, FrontierError
+from harvestman.net.urls import without_password
 from harvestman.store.frontier import Store
 from harvestman.store.sqlite_store import SqliteStore
 
@@ -24,15 +24,6 @@ def is_postgres(location: str) -> bool:
     return location.split(":", 1)[0].lower() in POSTGRES_SCHEMES and "://" in location
 
 
-def shown(location: str) -> str:
-    """`location` fit for a message or a log: a password in it is replaced by ***."""
-    parts = urlsplit(location)
-    if "://" not in location or parts.password is None:
-        return location
-    netloc = parts.netloc.replace(f":{parts.password}@", ":***@", 1)
-    return urlunsplit(parts._replace(netloc=netloc))
-
-
 def sqlite_path(location: str) -> Path:
     """The file a SQLite location names (a plain path, or sqlite:///PATH)."""
     if "://" not in location:
@@ -40,7 +31,7 @@ def sqlite_path(location: str) -> Path:
     scheme, rest = location.split("://", 1)
     if scheme.lower() != "sqlite" or not rest.startswith("/"):
         raise ConfigError(
-            f"unknown crawl database {shown(location)!r}: give a path, sqlite:///PATH or "
+            f"unknown crawl database {without_password(location)!r}: give a path, sqlite:///PATH or "
             "postgresql://USER@HOST:PORT/DATABASE"
         )
     return Path(rest)

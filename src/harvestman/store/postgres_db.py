@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from harvestman.model.errors import ConfigError, FrontierError
 from harvestman.model.records import CrawlTotals, HostTotals, LinkEdge, LinkKind, UrlRecord, UrlState
-from harvestman.store.factory import shown
+from harvestman.net.urls import without_password
 from harvestman.store.frontier import HostStats
 
 try:
@@ -50,7 +50,7 @@ class PostgresDb:
 
     def __init__(self, url: str, *, read_only: bool = False) -> None:
         self.url = url
-        self.name = shown(url)
+        self.name = without_password(url)
         self.read_only = read_only
         self._lock = threading.RLock()  # one connection, shared by the engine's threads
         self._closed = False
