@@ -34,8 +34,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.synthweb import generate_web, host_addresses
-from tests.nginx import LogEntry, NginxServer, free_port
-from tests.proctree import TreePeak
+from tests.support.nginx import LogEntry, NginxServer, free_port
+from tests.support.proctree import TreePeak
 
 SCRAPY_SPIDER = '''
 import scrapy

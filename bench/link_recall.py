@@ -50,7 +50,7 @@ from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import InvalidUrlError
 from harvestman.net.addrguard import AddressGuard
 from harvestman.net.urls import normalize
-from tests.nginx import NginxServer
+from tests.support.nginx import NginxServer
 
 ADDRESS = "127.77.0.1"
 CHROMIUM = "/usr/bin/chromium"

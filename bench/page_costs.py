@@ -84,7 +84,7 @@ from harvestman.policy.outcome import decide
 from harvestman.policy.scope import Scope, followed_links
 from harvestman.store.sqlite_store import SqliteStore
 from harvestman.store.warc import _GZIP_WBITS, COMPRESS_LEVEL, WarcWriter
-from tests.nginx import NginxServer, find_nginx, free_port
+from tests.support.nginx import NginxServer, find_nginx, free_port
 
 T = TypeVar("T")
 CFG = CrawlConfig()

@@ -3,7 +3,7 @@
     python bench/soak.py [--hosts 100] [--pages 1000] [--window 10] [--warmup 0.2]
                          [-- extra harvestman crawl options]
 
-The web and the crawl are tests/test_load.py's soak (tests/loadweb.py): --hosts loopback hosts of
+The web and the crawl are tests/test_load.py's soak (tests/support/loadweb.py): --hosts loopback hosts of
 --pages tiny pages each, served by nginx by destination address, crawled by one `harvestman crawl`
 of every front page in a child process while the resident memory of its whole process tree is
 sampled every 0.5 s. Printed: pages/s (from nginx's log), RSS and processes for each --window
@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.loadweb import MiB, memory_trend, pages_at, rate_windows, run_soak
+from tests.support.loadweb import MiB, memory_trend, pages_at, rate_windows, run_soak
 
 
 def main() -> None:

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.crawl_vs_peers import Run, measure, wget2_command
 from bench.synthweb import generate_web, host_addresses
-from tests.nginx import NginxServer, free_port
+from tests.support.nginx import NginxServer, free_port
 
 _STARTED = time.perf_counter()  # a child's preparation is taken off its figures from here
 

@@ -13,7 +13,7 @@ import math
 import random
 from pathlib import Path
 
-from tests.sitegen import SiteSpec, reachable_from
+from tests.support.sitegen import SiteSpec, reachable_from
 
 DISALLOW = "/private/"
 _WORDS = ("orchard", "spider", "silk", "web", "crawler", "frontier", "harvest", "apple", "pear",

@@ -15,7 +15,7 @@ from collections.abc import Generator
 
 import pytest
 
-from tests.httpserver import route_server  # noqa: F401 (a fixture: pytest finds it here)
+from tests.support.httpserver import route_server  # noqa: F401 (a fixture: pytest finds it here)
 from tests.support.postgres import PostgresServer, PostgresUnavailable
 
 

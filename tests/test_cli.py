@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.crawlcheck import interrupt_cli, run_cli, warc_responses
-from tests.httpserver import RawServer
-from tests.nginx import LogEntry, NginxServer, free_port, require_nginx
-from tests.sitegen import SiteSpec, generate_site
+from tests.support.crawlcheck import interrupt_cli, run_cli, warc_responses
+from tests.support.httpserver import RawServer
+from tests.support.nginx import LogEntry, NginxServer, free_port, require_nginx
+from tests.support.sitegen import SiteSpec, generate_site
 
 HOSTS = ["127.1.2.1", "127.1.2.2", "127.1.2.3"]  # the generated multi-host site
 SLOW = "127.1.2.8"  # one host with many pages, for the Ctrl-C test

@@ -17,10 +17,10 @@ from harvestman.crawl.engine import Crawler
 from harvestman.crawl.stats import CrawlStats
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import exit_status_of, failure_help
-from tests.crawlcheck import run_cli, run_cli_measured
-from tests.fakedns import NXDOMAIN, FakeDns, require_private_resolver
-from tests.httpserver import RawServer, RouteServer
-from tests.nginx import free_port
+from tests.support.crawlcheck import run_cli, run_cli_measured
+from tests.support.fakedns import NXDOMAIN, FakeDns, require_private_resolver
+from tests.support.httpserver import RawServer, RouteServer
+from tests.support.nginx import free_port
 
 HOST = "127.1.3.1"
 ALLOW = ["--allow-net", "127.1.0.0/16"]

@@ -31,9 +31,9 @@ from harvestman.model.faults import ENV_VAR, parse
 from harvestman.model.records import FetchOutcome, NewUrl, UrlState
 from harvestman.store.sqlite_store import SqliteStore
 from harvestman.store.warc import OPEN_SUFFIX, complete_length
-from tests.crawlcheck import harvestman_cmd, read_all_warcs, run_cli
-from tests.nginx import LogEntry, NginxServer, free_port, require_nginx
-from tests.sitegen import SiteSpec, generate_site
+from tests.support.crawlcheck import harvestman_cmd, read_all_warcs, run_cli
+from tests.support.nginx import LogEntry, NginxServer, free_port, require_nginx
+from tests.support.sitegen import SiteSpec, generate_site
 
 HOSTS = ["127.1.4.1", "127.1.4.2", "127.1.4.3", "127.1.4.4"]
 PER_HOST = 2

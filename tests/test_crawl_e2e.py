@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.crawlcheck import harvestman_cmd, read_all_warcs, run_cli, warc_responses
-from tests.nginx import NginxServer, free_port, require_nginx
-from tests.sitegen import SiteSpec, generate_site
+from tests.support.crawlcheck import harvestman_cmd, read_all_warcs, run_cli, warc_responses
+from tests.support.nginx import NginxServer, free_port, require_nginx
+from tests.support.sitegen import SiteSpec, generate_site
 
 HOSTS = ["127.1.0.1", "127.1.0.2", "127.1.0.3"]
 

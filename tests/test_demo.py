@@ -24,7 +24,7 @@ from harvestman.app.demo import (
 )
 from harvestman.model.config import config_from_mapping
 from harvestman.model.records import UrlRecord, UrlState
-from tests.crawlcheck import run_cli
+from tests.support.crawlcheck import run_cli
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,7 @@ from harvestman.model.errors import (
 )
 from harvestman.model.records import FetchResult, LeasedUrl, RedirectHop
 from harvestman.policy.outcome import decide
-from tests.httpserver import RawServer, RouteHandler, RouteServer, raw_response, read_request
+from tests.support.httpserver import RawServer, RouteHandler, RouteServer, raw_response, read_request
 
 LOOPBACK = ["127.0.0.0/8"]
 HTML = "<html><head><title>Café</title></head><body><p>crème brûlée</p></body></html>".encode("latin-1")

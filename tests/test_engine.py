@@ -171,7 +171,7 @@ def test_stop_abandon_cancels_slow_fetches_and_resume_fetches_them(tmp_path: Pat
     import threading
     import time
 
-    from tests.httpserver import RouteHandler, RouteServer
+    from tests.support.httpserver import RouteHandler, RouteServer
 
     release = threading.Event()
 
@@ -224,7 +224,7 @@ def test_a_full_disk_stops_the_crawl_and_resume_fetches_the_rest(
 
     import harvestman.store.warc
     from harvestman.model.errors import StorageError
-    from tests.crawlcheck import read_all_warcs
+    from tests.support.crawlcheck import read_all_warcs
 
     chain = {f"p{i}": html(f"/p{i + 1}") for i in range(10)}
     table = routes(index=html("/p0"), **chain)

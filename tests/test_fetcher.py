@@ -18,9 +18,9 @@ from harvestman.model.errors import ConnectFetchError, RedirectRefusedError, Tim
 from harvestman.model.records import FetchResult, HttpRequest, HttpResponse, LeasedUrl, RedirectHop, UrlState
 from harvestman.net.addrguard import AddressGuard
 from harvestman.policy.outcome import decide
-from tests.conformance import url_cases
-from tests.crawlcheck import consistent_records
-from tests.httpserver import Handler, RouteServer, RouteValue
+from tests.support.conformance import url_cases
+from tests.support.crawlcheck import consistent_records
+from tests.support.httpserver import Handler, RouteServer, RouteValue
 
 A = "http://a.test"
 

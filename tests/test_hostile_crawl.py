@@ -1,7 +1,7 @@
 """Hostile or broken servers, crawl by crawl (docs/reliability.md, "Hostile or broken servers").
 
 Each test runs a real `Crawler` (libcurl transport, SQLite frontier, WARC writer) against a hostile
-loopback server (tests/hostile.py) and, at the same time, a well-behaved host. A case passes when the
+loopback server (tests/support/hostile.py) and, at the same time, a well-behaved host. A case passes when the
 crawl finishes in bounded time, the well-behaved host is fetched in full, the hostile URL ends in a
 recorded state with its reason, and the crawl database is consistent. The transport- and unit-level
 behaviour (decoders, parsers, URL rules) is tested in test_transport, test_content, test_parse and
@@ -27,11 +27,11 @@ from harvestman.crawl.engine import Crawler
 from harvestman.model.config import CrawlConfig
 from harvestman.model.events import Event
 from harvestman.model.records import CrawledPage, UrlRecord, UrlState
-from tests import hostile
-from tests.crawlcheck import RSS_LIMIT, consistent_records
-from tests.hostile import Behaviour, Hit, HostileServer, MiB
-from tests.httpserver import RouteServer
-from tests.tlsfixture import make_pki
+from tests.support import hostile
+from tests.support.crawlcheck import RSS_LIMIT, consistent_records
+from tests.support.hostile import Behaviour, Hit, HostileServer, MiB
+from tests.support.httpserver import RouteServer
+from tests.support.tlsfixture import make_pki
 
 GOOD_HOST = "127.2.0.1"
 GOOD_PAGES = 8

@@ -32,13 +32,19 @@ from harvestman.crawl.robots_gate import RobotsGate
 from harvestman.fetch.transport import CurlTransport, TransportSettings
 from harvestman.model.config import CrawlConfig
 from harvestman.model.records import UrlRecord, UrlState
-from tests import hostile
-from tests.crawlcheck import RSS_LIMIT, MeasuredRun, consistent_records, run_cli_measured, warc_responses
-from tests.fakedns import NXDOMAIN, SERVFAIL, SILENT, FakeDns, Query, require_private_resolver
-from tests.hostile import Behaviour, Hit, HostileServer
-from tests.httpserver import RawServer, RouteHandler, RouteServer, raw_response, read_request
-from tests.nginx import require_nginx
-from tests.tlsfixture import CertPair, TlsNginx, make_pki
+from tests.support import hostile
+from tests.support.crawlcheck import (
+    RSS_LIMIT,
+    MeasuredRun,
+    consistent_records,
+    run_cli_measured,
+    warc_responses,
+)
+from tests.support.fakedns import NXDOMAIN, SERVFAIL, SILENT, FakeDns, Query, require_private_resolver
+from tests.support.hostile import Behaviour, Hit, HostileServer
+from tests.support.httpserver import RawServer, RouteHandler, RouteServer, raw_response, read_request
+from tests.support.nginx import require_nginx
+from tests.support.tlsfixture import CertPair, TlsNginx, make_pki
 
 GOOD_HOST = "127.2.1.1"
 GOOD_PAGES = 8

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.crawlcheck import run_cli
-from tests.httpserver import RouteServer
+from tests.support.crawlcheck import run_cli
+from tests.support.httpserver import RouteServer
 
 HOST = "127.5.0.9"
 HTML = {"Content-Type": "text/html; charset=utf-8"}

@@ -30,8 +30,8 @@ from pathlib import Path
 import pytest
 
 from harvestman.model.records import UrlState
-from tests.crawlcheck import consistent_records
-from tests.loadweb import (
+from tests.support.crawlcheck import consistent_records
+from tests.support.loadweb import (
     CRAWL_DELAY,
     DELAYED_EVERY,
     PRIVATE,
@@ -52,7 +52,7 @@ from tests.loadweb import (
     serve_load_web,
     start_gaps,
 )
-from tests.nginx import LogEntry, free_port, require_nginx
+from tests.support.nginx import LogEntry, free_port, require_nginx
 
 SCALE = float(os.environ.get("HARVESTMAN_LOAD_SCALE", "1.0"))
 BIG_PAGES = max(100, round(100_000 * SCALE))

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.nginx import NginxServer, parse_log_line
-from tests.sitegen import SiteSpec, generate_site
+from tests.support.nginx import NginxServer, parse_log_line
+from tests.support.sitegen import SiteSpec, generate_site
 
 HOSTS = ["127.88.0.1", "127.88.0.2", "127.88.0.3"]
 

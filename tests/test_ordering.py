@@ -23,8 +23,8 @@ from harvestman.policy.ordering import (
     link_scores,
     ranked_urls,
 )
-from tests.crawlcheck import consistent_records, run_cli
-from tests.httpserver import RouteServer
+from tests.support.crawlcheck import consistent_records, run_cli
+from tests.support.httpserver import RouteServer
 
 ALLOW = ("127.5.0.0/16",)
 KEYWORD = "apple"

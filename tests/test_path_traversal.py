@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import harvestman
-from tests.crawlcheck import harvestman_cmd, warc_responses
-from tests.httpserver import RouteHandler, RouteServer, RouteValue
+from tests.support.crawlcheck import harvestman_cmd, warc_responses
+from tests.support.httpserver import RouteHandler, RouteServer, RouteValue
 
 HOST = "127.1.7.1"
 ALLOW = ["--allow-net", "127.1.7.0/24"]

@@ -28,9 +28,16 @@ from harvestman.model.config import CrawlConfig
 from harvestman.model.events import Event, EventKind
 from harvestman.model.records import UrlRecord, UrlState
 from harvestman.store.sqlite_store import SqliteStore
-from tests.crawlcheck import RSS_LIMIT, run_cli
-from tests.hostile import peak_rss
-from tests.httpserver import RawServer, RouteHandler, RouteServer, RouteValue, raw_response, read_request
+from tests.support.crawlcheck import RSS_LIMIT, run_cli
+from tests.support.hostile import peak_rss
+from tests.support.httpserver import (
+    RawServer,
+    RouteHandler,
+    RouteServer,
+    RouteValue,
+    raw_response,
+    read_request,
+)
 
 HTML = {"Content-Type": "text/html; charset=utf-8"}
 ROBOTS_TEXT = {"Content-Type": "text/plain"}

@@ -24,8 +24,8 @@ from harvestman.model.errors import FrontierError
 from harvestman.model.records import LeasedUrl, UrlState
 from harvestman.store.factory import open_store
 from harvestman.store.frontier import Store
-from tests.crawlcheck import run_cli
-from tests.httpserver import RouteServer
+from tests.support.crawlcheck import run_cli
+from tests.support.httpserver import RouteServer
 from tests.support.stores import T0, done, host_of, nu
 
 psycopg = pytest.importorskip("psycopg")

@@ -19,8 +19,8 @@ from harvestman.app.report import export_records
 from harvestman.model.config import SECTION_OF, CrawlConfig, config_from_mapping, load_toml
 from harvestman.model.records import FetchOutcome, NewUrl, UrlState
 from harvestman.store.sqlite_store import SqliteStore
-from tests.crawlcheck import run_cli
-from tests.httpserver import RouteServer
+from tests.support.crawlcheck import run_cli
+from tests.support.httpserver import RouteServer
 
 HOST = "127.5.0.1"
 HTML = {"Content-Type": "text/html; charset=utf-8"}

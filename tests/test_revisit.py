@@ -17,8 +17,8 @@ from harvestman.model.records import FetchOutcome, LeasedUrl, UrlState
 from harvestman.policy.outcome import Decision
 from harvestman.policy.schedule import FixedInterval, schedule_for, scheduled
 from harvestman.store.sqlite_store import SqliteStore
-from tests.crawlcheck import consistent_records, run_cli
-from tests.httpserver import RouteHandler, RouteServer
+from tests.support.crawlcheck import consistent_records, run_cli
+from tests.support.httpserver import RouteHandler, RouteServer
 
 ALLOW = ["--allow-net", "127.5.0.0/16"]
 ETAG = '"v1"'

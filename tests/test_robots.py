@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from harvestman.policy.robots import RobotsCache, RobotsRules, agent_token, path_of, rules_for_response
-from tests.conformance import robots_data
+from tests.support.conformance import robots_data
 
 UA = "harvestman/0.1 (+https://pypi.org/project/harvestman/)"
 

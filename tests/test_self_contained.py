@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.conformance import DATA_DIR
+from tests.support.conformance import DATA_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
 TEXT_SUFFIXES = frozenset({".py", ".md", ".toml", ".cfg", ".txt", ".sh", ".yml", ".yaml", ".ini"})

@@ -13,10 +13,10 @@ from pathlib import Path
 
 from harvestman.model.errors import FrontierError
 from harvestman.store.factory import open_store
-from tests.crawlcheck import harvestman_cmd, read_all_warcs, warc_responses
-from tests.httpserver import RouteHandler, RouteServer
-from tests.loadweb import PRIVATE, by_host, max_in_flight, write_host
-from tests.nginx import NginxServer, free_port
+from tests.support.crawlcheck import harvestman_cmd, read_all_warcs, warc_responses
+from tests.support.httpserver import RouteHandler, RouteServer
+from tests.support.loadweb import PRIVATE, by_host, max_in_flight, write_host
+from tests.support.nginx import NginxServer, free_port
 
 HOSTS = [f"127.3.0.{i}" for i in range(1, 9)]
 PAGES = 40  # a host's pages: with each answer held HOLD seconds, the crawl lasts a few seconds

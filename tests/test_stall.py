@@ -16,9 +16,9 @@ import pytest
 
 from harvestman.model.records import UrlState
 from harvestman.store.sqlite_store import SqliteStore
-from tests import hostile
-from tests.crawlcheck import consistent_records, run_cli
-from tests.hostile import HostileServer
+from tests.support import hostile
+from tests.support.crawlcheck import consistent_records, run_cli
+from tests.support.hostile import HostileServer
 
 ALLOW = ["--allow-net", "127.4.0.0/16"]
 GOOD_PAGES = 100

@@ -12,8 +12,8 @@ from harvestman.net.urls import without_password
 from harvestman.store.factory import is_postgres, open_store, sqlite_path, store_location
 from harvestman.store.frontier import Store
 from harvestman.store.sqlite_store import SqliteStore
-from tests.crawlcheck import run_cli
-from tests.httpserver import RouteServer
+from tests.support.crawlcheck import run_cli
+from tests.support.httpserver import RouteServer
 from tests.support.stores import host_of, nu
 
 HTML = {"Content-Type": "text/html"}

@@ -14,10 +14,10 @@ from harvestman.fetch.transport import CurlTransport, TransportSettings
 from harvestman.model.errors import TlsFetchError
 from harvestman.model.records import HttpRequest, HttpResponse, UrlState
 from harvestman.net.addrguard import AddressGuard
-from tests.crawlcheck import RSS_LIMIT, consistent_records, run_cli, run_cli_measured
-from tests.httpserver import RouteServer
-from tests.nginx import free_port, require_nginx
-from tests.tlsfixture import Pki, TlsNginx, make_pki
+from tests.support.crawlcheck import RSS_LIMIT, consistent_records, run_cli, run_cli_measured
+from tests.support.httpserver import RouteServer
+from tests.support.nginx import free_port, require_nginx
+from tests.support.tlsfixture import Pki, TlsNginx, make_pki
 
 GOOD, WRONG_NAME, EXPIRED = "127.1.6.1", "127.1.6.2", "127.1.6.3"
 NAME = "harvestman.test"

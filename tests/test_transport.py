@@ -35,7 +35,7 @@ from harvestman.model.errors import (
 )
 from harvestman.model.records import HttpRequest, HttpResponse
 from harvestman.net.addrguard import AddressGuard
-from tests.httpserver import RawServer, RouteServer, raw_response, read_request
+from tests.support.httpserver import RawServer, RouteServer, raw_response, read_request
 
 T = TypeVar("T")
 LOOPBACK = AddressGuard(["127.0.0.0/8"])

@@ -37,7 +37,7 @@ from harvestman.model.errors import (
 )
 from harvestman.model.records import HttpMethod, HttpRequest, HttpResponse, RedirectHop
 from harvestman.net.addrguard import AddressGuard
-from tests.httpserver import RouteHandler, RouteServer
+from tests.support.httpserver import RouteHandler, RouteServer
 
 T = TypeVar("T")
 BODY = b"<html><body>" + b"contract " * 5000 + b"</body></html>"

@@ -25,9 +25,9 @@ import pytest
 from harvestman.model.config import CrawlConfig
 from harvestman.model.records import UrlState
 from harvestman.net.urls import MAX_SEGMENT_REPEATS
-from tests import hostile
-from tests.crawlcheck import RSS_LIMIT, consistent_records, run_cli_measured
-from tests.hostile import Behaviour, Hit, HostileServer
+from tests.support import hostile
+from tests.support.crawlcheck import RSS_LIMIT, consistent_records, run_cli_measured
+from tests.support.hostile import Behaviour, Hit, HostileServer
 
 SITE = "127.1.200.1"
 ELSEWHERE = "127.1.201.1"

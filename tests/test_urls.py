@@ -8,7 +8,7 @@ import pytest
 
 from harvestman.model.errors import InvalidUrlError
 from harvestman.net.urls import host_of, normalize, normalize_with_host, registered_domain, resolve
-from tests.conformance import url_cases
+from tests.support.conformance import url_cases
 
 # Measured with ada-url 4.0: 856 of 866. The 10 misses are all places where ada implements a newer
 # URL Standard than this wpt snapshot (March 2025), as the conformance README warns:

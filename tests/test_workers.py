@@ -14,9 +14,9 @@ import pytest
 
 from harvestman.crawl.workers import worker_count
 from harvestman.model.config import CrawlConfig
-from tests.crawlcheck import harvestman_cmd, interrupt_cli, read_all_warcs, run_cli, warc_responses
-from tests.nginx import NginxServer, free_port, require_nginx
-from tests.sitegen import SiteSpec, generate_site
+from tests.support.crawlcheck import harvestman_cmd, interrupt_cli, read_all_warcs, run_cli, warc_responses
+from tests.support.nginx import NginxServer, free_port, require_nginx
+from tests.support.sitegen import SiteSpec, generate_site
 
 HOSTS = [f"127.1.9.{i}" for i in range(1, 7)]
 

@@ -1,4 +1,4 @@
-"""A generated multi-host site (tests/sitegen.py) served by loopback RouteServers, one per host."""
+"""A generated multi-host site (tests/support/sitegen.py) served by loopback RouteServers, one per host."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-from tests.httpserver import RouteServer
-from tests.nginx import free_port
-from tests.sitegen import SiteSpec, generate_site
+from tests.support.httpserver import RouteServer
+from tests.support.nginx import free_port
+from tests.support.sitegen import SiteSpec, generate_site
 
 
 def _routes(folder: Path) -> dict[str, tuple[int, dict[str, str], bytes]]:

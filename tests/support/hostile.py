@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 import brotli
 import zstandard
 
-from tests.httpserver import RawServer, raw_response, read_request
+from tests.support.httpserver import RawServer, raw_response, read_request
 
 MiB = 1024 * 1024
 GiB = 1024 * MiB

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-DATA_DIR = Path(__file__).resolve().parent / "data" / "conformance"
+DATA_DIR = Path(__file__).resolve().parent.parent / "data" / "conformance"
 URLTESTDATA = DATA_DIR / "urltestdata.json"
 ROBOTS_CASES = DATA_DIR / "robots_rfc9309_cases.json"
 

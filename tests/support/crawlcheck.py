@@ -22,7 +22,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from harvestman.model.records import UrlRecord, UrlState
 from harvestman.store.sqlite_store import SqliteStore
-from tests.proctree import TreePeak
+from tests.support.proctree import TreePeak
 
 MiB = 1024 * 1024
 RSS_LIMIT = 600 * MiB  # docs/reliability.md: a crawl of hostile servers, all its processes, peaks below this

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.nginx import NginxServer
+from tests.support.nginx import NginxServer
 
 OPENSSL_TIMEOUT = 30.0
 

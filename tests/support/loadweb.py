@@ -24,10 +24,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from bench.synthweb import host_addresses
-from tests.crawlcheck import harvestman_cmd
-from tests.httpserver import RouteHandler, RouteServer
-from tests.nginx import LogEntry, NginxServer, free_port
-from tests.proctree import process_tree
+from tests.support.crawlcheck import harvestman_cmd
+from tests.support.httpserver import RouteHandler, RouteServer
+from tests.support.nginx import LogEntry, NginxServer, free_port
+from tests.support.proctree import process_tree
 
 MiB = 1024 * 1024
 BIG_HOST = "127.1.200.1"
