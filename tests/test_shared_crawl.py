@@ -6,12 +6,15 @@ host served more than --per-host requests at once across both, both did part of 
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import time
 from collections import Counter
 from pathlib import Path
 
 from harvestman.model.errors import FrontierError
+from harvestman.model.records import UrlState
 from harvestman.store.factory import open_store
 from tests.support.crawlcheck import harvestman_cmd, read_all_warcs, warc_responses
 from tests.support.httpserver import RouteHandler, RouteServer
@@ -26,6 +29,7 @@ PER_HOST = 2
 # second process finds work; one that could take every slot would leave none to the other.
 CONCURRENCY = len(HOSTS) * PER_HOST // 2
 RUN_TIMEOUT = 180.0
+LEASE_SECONDS = 2.0  # how soon a dead worker's URLs are leased again (the default is 300 s)
 
 
 def _hold(handler: RouteHandler) -> None:
@@ -105,3 +109,55 @@ def test_crawl_and_worker_share_one_postgres_crawl(tmp_path: Path, postgres_url:
         url for url in done_a if url.endswith("/robots.txt")}
     assert len(done_a) > 10 and len(done_b) > 10, (len(done_a), len(done_b))  # both did part of it
     assert read_all_warcs(machine_a) and read_all_warcs(machine_b)  # every WARC file reads to its end
+
+
+def test_a_killed_worker_loses_nothing(tmp_path: Path, postgres_url: str) -> None:
+    """kill -9 of one machine's worker while the other crawls: its leased URLs are leased again
+    once their leases expire, and every page ends fetched."""
+    root = tmp_path / "www"
+    port = free_port(HOSTS[0])
+    paths = {host: write_host(root / host, host, PAGES) for host in HOSTS}
+    machine_a, machine_b = tmp_path / "a", tmp_path / "b"
+    config = tmp_path / "crawl.toml"
+    config.write_text(f"[storage]\nlease_seconds = {LEASE_SECONDS}\n")
+    local = ["--allow-net", "127.3.0.0/16", "--workers", "1", "-q"]
+    with RouteServer({"/hold": _hold}) as sleeper, \
+            NginxServer(root, HOSTS, port, extra_server=_held(sleeper)) as nginx:
+        seeds = [nginx.url(host, "/") for host in HOSTS]
+        crawl = subprocess.Popen(
+            harvestman_cmd("crawl", *seeds, "--db", postgres_url, "--out", str(machine_a),
+                           "--config", str(config), "--per-host", str(PER_HOST),
+                           "--concurrency", str(CONCURRENCY), *local),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        worker = None
+        try:
+            _wait_for_settings(postgres_url, crawl)
+            worker = subprocess.Popen(
+                harvestman_cmd("worker", "--db", postgres_url, "--out", str(machine_b), *local),
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            deadline = time.monotonic() + 60
+            while not any(p.stat().st_size for p in (machine_b / "warc").glob("*.open")):  # it is at work
+                assert time.monotonic() < deadline and worker.poll() is None, "the worker never fetched"
+                time.sleep(0.02)
+            os.kill(worker.pid, signal.SIGKILL)  # its worker process dies with it (PR_SET_PDEATHSIG)
+            worker.wait(timeout=10)
+            _, crawl_err = crawl.communicate(timeout=RUN_TIMEOUT)
+        finally:
+            for proc in (crawl, worker):
+                if proc is not None and proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+        assert crawl.returncode == 0, crawl_err
+        entries = nginx.requests()
+
+    pages = Counter((e.server_addr, e.uri) for e in entries if e.uri != "/robots.txt")
+    expected = {(host, path) for host in HOSTS for path in paths[host]}
+    assert set(pages) == expected  # every page asked for, none lost
+    again = [key for key, n in pages.items() if n > 1]
+    assert len(again) <= CONCURRENCY  # at most what the killed worker had in flight was fetched twice
+    store = open_store(postgres_url, read_only=True)
+    try:
+        assert store.pending() == 0 and store.in_flight() == 0
+        assert store.counts()[UrlState.FETCHED] == len(expected)
+    finally:
+        store.close()
