@@ -13,13 +13,13 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from harvestman.model.errors import FrontierError
 from harvestman.model.records import UrlState
 from harvestman.store.factory import open_store
 from tests.support.crawlcheck import harvestman_cmd, read_all_warcs, warc_responses
 from tests.support.httpserver import RouteHandler, RouteServer
 from tests.support.loadweb import PRIVATE, by_host, max_in_flight, write_host
 from tests.support.nginx import NginxServer, free_port
+from tests.support.sharedcrawl import wait_for_settings
 
 HOSTS = [f"127.3.0.{i}" for i in range(1, 9)]
 PAGES = 40  # a host's pages: with each answer held HOLD seconds, the crawl lasts a few seconds
@@ -49,24 +49,6 @@ def _held(sleeper: RouteServer) -> str:
         }}"""
 
 
-def _wait_for_settings(url: str, proc: subprocess.Popen[str], timeout: float = 60.0) -> None:
-    """Wait until the crawl has stored its settings (what a worker joins with)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            store = open_store(url, read_only=True)
-        except FrontierError:  # not created yet
-            time.sleep(0.05)
-            continue
-        try:
-            if store.get_meta("settings") is not None:
-                return
-        finally:
-            store.close()
-        time.sleep(0.05)
-    raise AssertionError("the crawl never stored its settings")
-
-
 def test_crawl_and_worker_share_one_postgres_crawl(tmp_path: Path, postgres_url: str) -> None:
     root = tmp_path / "www"
     port = free_port(HOSTS[0])
@@ -81,7 +63,7 @@ def test_crawl_and_worker_share_one_postgres_crawl(tmp_path: Path, postgres_url:
                            "--per-host", str(PER_HOST), "--concurrency", str(CONCURRENCY), *local),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
-            _wait_for_settings(postgres_url, crawl)
+            wait_for_settings(postgres_url, crawl)
             worker = subprocess.run(
                 harvestman_cmd("worker", "--db", postgres_url, "--out", str(machine_b), *local),
                 capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False)
@@ -131,7 +113,7 @@ def test_a_killed_worker_loses_nothing(tmp_path: Path, postgres_url: str) -> Non
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         worker = None
         try:
-            _wait_for_settings(postgres_url, crawl)
+            wait_for_settings(postgres_url, crawl)
             worker = subprocess.Popen(
                 harvestman_cmd("worker", "--db", postgres_url, "--out", str(machine_b), *local),
                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
