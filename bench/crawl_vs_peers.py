@@ -37,6 +37,8 @@ from bench.synthweb import generate_web, host_addresses
 from tests.support.nginx import LogEntry, NginxServer, free_port
 from tests.support.proctree import TreePeak
 
+HERE = Path(__file__).resolve().parent.parent  # this checkout
+
 SCRAPY_SPIDER = '''
 import scrapy
 from scrapy.linkextractors import LinkExtractor
@@ -144,15 +146,18 @@ def main() -> None:
         seeds = [f"http://{host}:{port}/" for host in hosts]
         (root / "seeds.txt").write_text("\n".join(seeds) + "\n")
         (root / "spider.py").write_text(SCRAPY_SPIDER.format(seeds=seeds))
-        def harvestman(out: str) -> list[str]:
-            return [sys.executable, "-m", "harvestman.app.cli", "crawl", "-i", str(root / "seeds.txt"),
+        def harvestman(out: str, checkout: Path = HERE) -> list[str]:
+            # The command's module: harvestman.app.cli since the layer packages, harvestman.cli before.
+            layered = (checkout / "src/harvestman/app/cli.py").is_file()
+            cli = "harvestman.app.cli" if layered else "harvestman.cli"
+            return [sys.executable, "-m", cli, "crawl", "-i", str(root / "seeds.txt"),
                     "--out", str(root / out), "--quiet", "--allow-net", "127.0.0.0/8", *args.extra]
 
         here = str(Path(__file__).resolve().parent.parent / "src")
         envs: dict[str, dict[str, str]] = {"harvestman": {**os.environ, "PYTHONPATH": here}}
         tools: dict[str, Callable[[int], list[str]]] = {"harvestman": lambda n: harvestman(f"h{n}")}
         if args.baseline:
-            tools["harvestman@base"] = lambda n: harvestman(f"b{n}")
+            tools["harvestman@base"] = lambda n: harvestman(f"b{n}", args.baseline.resolve())
             envs["harvestman@base"] = {**os.environ, "PYTHONPATH": str(args.baseline.resolve() / "src")}
         peers = [p for p in args.peers.split(",") if p]
         if "wget2" in peers and shutil.which("wget2"):

@@ -13,7 +13,6 @@ never waits. A deadlock or serialization failure that slips through is retried (
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -21,17 +20,12 @@ from typing import TYPE_CHECKING, Any
 from harvestman.model.errors import FrontierError
 from harvestman.model.faults import crash_point
 from harvestman.model.records import FetchOutcome, LeasedUrl, NewUrl, PageLinks, UrlState
+from harvestman.store.linkcodec import encode_links
 from harvestman.store.postgres_db import QUEUED, DatabaseError, PostgresDb, clean
 from harvestman.store.postgres_sql import FAR_FUTURE, FREE_HOST, INSERT_URLS, LEASE, PARKED, WRITE_OUTCOME
 
 if TYPE_CHECKING:
     import psycopg
-
-
-def _links_json(links: Sequence[Any]) -> str:
-    """A page's links as the links table stores them (the same JSON as SQLite's)."""
-    return json.dumps([[clean(link.url), clean(link.anchor), link.kind.value, int(link.nofollow)]
-                       for link in links], ensure_ascii=False, separators=(",", ":"))
 
 
 class PostgresStore(PostgresDb):
@@ -295,7 +289,7 @@ class PostgresStore(PostgresDb):
             cur.executemany(
                 "INSERT INTO links(url_id, links) SELECT id, %s FROM urls WHERE url = %s"
                 " ON CONFLICT (url_id) DO UPDATE SET links = excluded.links",
-                [(_links_json(page.links), page.url) for page in sorted(links, key=lambda p: p.url)],
+                [(clean(encode_links(page.links)), page.url) for page in sorted(links, key=lambda p: p.url)],
             )
 
     # -- host controls -------------------------------------------------------------------------------

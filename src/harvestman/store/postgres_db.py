@@ -3,15 +3,15 @@
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from harvestman.model.errors import ConfigError, FrontierError
-from harvestman.model.records import CrawlTotals, HostTotals, LinkEdge, LinkKind, UrlRecord, UrlState
+from harvestman.model.records import CrawlTotals, HostTotals, LinkEdge, UrlRecord, UrlState
 from harvestman.net.urls import without_password
 from harvestman.store.frontier import HostStats
+from harvestman.store.linkcodec import decode_links
 
 try:
     import psycopg
@@ -28,7 +28,6 @@ _RETRIES = 5
 _SCHEMA_LOCK = 0x68766D31  # advisory lock id taken while creating the schema ("hvm1")
 _COMPACT_AT = 2000  # tallies rows beyond which counts() folds them into one row each
 QUEUED = -1  # the tallies key of queued URLs (the others are states)
-_KINDS = {kind.value: kind for kind in LinkKind}
 T = TypeVar("T")
 
 
@@ -182,8 +181,8 @@ class PostgresDb:
                 return
             last = rows[-1][0]
             for _, page, stored in rows:
-                for to_url, anchor, kind, nofollow in json.loads(stored):
-                    yield LinkEdge(page, to_url, anchor, _KINDS[kind], bool(nofollow))
+                for to_url, anchor, kind, nofollow in decode_links(stored):
+                    yield LinkEdge(page, to_url, anchor, kind, nofollow)
 
     def set_scores(self, scores: Iterable[tuple[str, float, float]]) -> int:
         """Set (url, score, priority) of known URLs (a batch job's ranking); returns how many were known."""

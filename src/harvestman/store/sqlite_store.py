@@ -15,13 +15,13 @@ from harvestman.model.records import (
     HostTotals,
     LeasedUrl,
     LinkEdge,
-    LinkKind,
     NewUrl,
     PageLinks,
     UrlRecord,
     UrlState,
 )
 from harvestman.store.frontier import HostStats
+from harvestman.store.linkcodec import decode_links, encode_links
 from harvestman.store.sqlite_file import SqliteFile
 
 _FAR_FUTURE = 1e18  # "never": a host with no leasable URL and no lease to wait for
@@ -43,17 +43,10 @@ UPDATE urls SET state = :state, fetch_time = :fetch_time, next_fetch_time = :nex
     retries = retries + :retried, lease_until = 0, queued = :queued
 WHERE id = :id
 """
-_KINDS = {kind.value: kind for kind in LinkKind}
 
 
 def _row_to_record(row: Sequence[Any]) -> UrlRecord:
     return UrlRecord(row[0], row[1], UrlState(row[2]), *row[3:])
-
-
-def _links_json(links: Sequence[Any]) -> str:
-    """A page's links as the links table stores them."""
-    return json.dumps([[link.url, link.anchor, link.kind.value, int(link.nofollow)] for link in links],
-                      ensure_ascii=False, separators=(",", ":"))
 
 
 class SqliteStore(SqliteFile):
@@ -226,8 +219,9 @@ class SqliteStore(SqliteFile):
         with self._tx() as db:
             if new_urls:
                 self._insert(new_urls)
+            ids: dict[str, int] = {}  # the rows just written, for their links
             for outcome in outcomes:
-                self._write_outcome(outcome, outcome.url, outcome.state, now, 0, "")
+                ids[outcome.url] = self._write_outcome(outcome, outcome.url, outcome.state, now, 0, "")
                 final = outcome.final_url
                 # The page a redirect ended on is fetched too: mark it so it is not fetched again when
                 # found later. A retry (UNFETCHED) will follow the redirect again, so nothing to mark;
@@ -245,8 +239,9 @@ class SqliteStore(SqliteFile):
                     self._write_outcome(outcome, final, state, now, depth_row[0], outcome.url, revisit=False)
             if links:
                 db.executemany(
-                    "INSERT OR REPLACE INTO links(url_id, links) SELECT id, ? FROM urls WHERE url = ?",
-                    [(_links_json(page.links), page.url) for page in links],
+                    "INSERT OR REPLACE INTO links(url_id, links)"
+                    " SELECT COALESCE(?, (SELECT id FROM urls WHERE url = ?)), ?",
+                    [(ids.get(page.url), page.url, encode_links(page.links)) for page in links],
                 )
             leased = self._lease(lease, now) if lease > 0 else []
             crash_point("db-mid-commit")  # crash tests: outcomes and new URLs written, COMMIT not yet run
@@ -255,7 +250,8 @@ class SqliteStore(SqliteFile):
     def _write_outcome(
         self, o: FetchOutcome, url: str, state: UrlState, now: float, depth: int, parent: str, *,
         revisit: bool = True,
-    ) -> None:
+    ) -> int:
+        """Write one outcome on the row of `url` (made when missing); the row's id."""
         db = self._db
         row = db.execute("SELECT id, host_id, lease_until FROM urls WHERE url = ?", (url,)).fetchone()
         if row is None:
@@ -307,6 +303,7 @@ class SqliteStore(SqliteFile):
                 host_id,
             ),
         )
+        return int(url_id)
 
     # -- host controls -------------------------------------------------------------------------------
 
@@ -434,8 +431,8 @@ class SqliteStore(SqliteFile):
                 return
             last = rows[-1][0]
             for _, page, stored in rows:
-                for to_url, anchor, kind, nofollow in json.loads(stored):
-                    yield LinkEdge(page, to_url, anchor, _KINDS[kind], bool(nofollow))
+                for to_url, anchor, kind, nofollow in decode_links(stored):
+                    yield LinkEdge(page, to_url, anchor, kind, nofollow)
 
     def set_scores(self, scores: Iterable[tuple[str, float, float]]) -> int:
         """Set (url, score, priority) of known URLs (a batch job's ranking); returns how many were known."""
