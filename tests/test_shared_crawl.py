@@ -16,8 +16,8 @@ from pathlib import Path
 from harvestman.model.records import UrlState
 from harvestman.store.factory import open_store
 from tests.support.crawlcheck import harvestman_cmd, read_all_warcs, warc_responses
-from tests.support.httpserver import RouteHandler, RouteServer
-from tests.support.loadweb import PRIVATE, by_host, max_in_flight, write_host
+from tests.support.httpserver import RouteServer
+from tests.support.loadweb import PRIVATE, by_host, held, holder, max_in_flight, write_host
 from tests.support.nginx import NginxServer, free_port
 from tests.support.sharedcrawl import wait_for_settings
 
@@ -32,31 +32,14 @@ RUN_TIMEOUT = 180.0
 LEASE_SECONDS = 2.0  # how soon a dead worker's URLs are leased again (the default is 300 s)
 
 
-def _hold(handler: RouteHandler) -> None:
-    time.sleep(HOLD)
-    handler.send_simple(204, {}, b"")
-
-
-def _held(sleeper: RouteServer) -> str:
-    """nginx directives that hold every answer HOLD seconds, so that requests in flight overlap in the log."""
-    return f"""auth_request /hold;
-        location = /hold {{
-            internal;
-            auth_request off;
-            proxy_pass {sleeper.url("/hold")};
-            proxy_pass_request_body off;
-            proxy_set_header Content-Length "";
-        }}"""
-
-
 def test_crawl_and_worker_share_one_postgres_crawl(tmp_path: Path, postgres_url: str) -> None:
     root = tmp_path / "www"
     port = free_port(HOSTS[0])
     paths = {host: write_host(root / host, host, PAGES) for host in HOSTS}
     machine_a, machine_b = tmp_path / "a", tmp_path / "b"
     local = ["--allow-net", "127.3.0.0/16", "--workers", "1", "-q"]
-    with RouteServer({"/hold": _hold}) as sleeper, \
-            NginxServer(root, HOSTS, port, extra_server=_held(sleeper)) as nginx:
+    with RouteServer({"/hold": holder(HOLD)}) as sleeper, \
+            NginxServer(root, HOSTS, port, extra_server=held(sleeper)) as nginx:
         seeds = [nginx.url(host, "/") for host in HOSTS]
         crawl = subprocess.Popen(
             harvestman_cmd("crawl", *seeds, "--db", postgres_url, "--out", str(machine_a),
@@ -103,8 +86,8 @@ def test_a_killed_worker_loses_nothing(tmp_path: Path, postgres_url: str) -> Non
     config = tmp_path / "crawl.toml"
     config.write_text(f"[storage]\nlease_seconds = {LEASE_SECONDS}\n")
     local = ["--allow-net", "127.3.0.0/16", "--workers", "1", "-q"]
-    with RouteServer({"/hold": _hold}) as sleeper, \
-            NginxServer(root, HOSTS, port, extra_server=_held(sleeper)) as nginx:
+    with RouteServer({"/hold": holder(HOLD)}) as sleeper, \
+            NginxServer(root, HOSTS, port, extra_server=held(sleeper)) as nginx:
         seeds = [nginx.url(host, "/") for host in HOSTS]
         crawl = subprocess.Popen(
             harvestman_cmd("crawl", *seeds, "--db", postgres_url, "--out", str(machine_a),

@@ -129,30 +129,40 @@ def generate_load_web(root: Path, port: int, *, big_pages: int, small_hosts: int
     return LoadWeb(root, port, BIG_HOST, tuple(smalls), delayed, held, paths)
 
 
-def _hold(handler: RouteHandler) -> None:
-    time.sleep(HOLD)
-    handler.send_simple(204, {}, b"")
+def holder(seconds: float) -> RouteHandler:
+    """A route that answers 204 after `seconds`: what nginx's auth_request waits for (see `held`)."""
+
+    def hold(handler: RouteHandler) -> None:
+        time.sleep(seconds)
+        handler.send_simple(204, {}, b"")
+
+    return hold
 
 
-@contextmanager
-def serve_load_web(web: LoadWeb) -> Iterator[NginxServer]:
-    """nginx serving `web` by address, holding requests as HOLD and BIG_HOST_RATE say, while in use."""
-    with RouteServer({"/hold": _hold}) as sleeper:
-        # Beside the wildcard listener nginx opens no socket for these: it picks them by address.
-        held = "".join(
-            f"""
-    server {{
-        listen {host}:{web.port};
-        server_name _;
-        root {web.root.resolve()}/$server_addr;
-        auth_request /hold;
+def held(sleeper: RouteServer) -> str:
+    """nginx server directives that hold every answer until `sleeper`'s /hold answers (`holder`)."""
+    return f"""auth_request /hold;
         location = /hold {{
             internal;
             auth_request off;
             proxy_pass {sleeper.url("/hold")};
             proxy_pass_request_body off;
             proxy_set_header Content-Length "";
-        }}
+        }}"""
+
+
+@contextmanager
+def serve_load_web(web: LoadWeb) -> Iterator[NginxServer]:
+    """nginx serving `web` by address, holding requests as HOLD and BIG_HOST_RATE say, while in use."""
+    with RouteServer({"/hold": holder(HOLD)}) as sleeper:
+        # Beside the wildcard listener nginx opens no socket for these: it picks them by address.
+        held_servers = "".join(
+            f"""
+    server {{
+        listen {host}:{web.port};
+        server_name _;
+        root {web.root.resolve()}/$server_addr;
+        {held(sleeper)}
     }}"""
             for host in sorted(web.held)
         )
@@ -160,7 +170,7 @@ def serve_load_web(web: LoadWeb) -> Iterator[NginxServer]:
     map $server_addr $big_host_key {{ {web.big_host} $server_addr; default ""; }}
     limit_req_zone $big_host_key zone=big_host:1m rate={BIG_HOST_RATE}r/s;"""
         # The burst is far above a polite crawler's 2 in flight: a request beyond it is refused.
-        with NginxServer(web.root, web.hosts, web.port, by_address=True, extra_http=limit + held,
+        with NginxServer(web.root, web.hosts, web.port, by_address=True, extra_http=limit + held_servers,
                          extra_server="limit_req zone=big_host burst=20;") as server:
             yield server
 
