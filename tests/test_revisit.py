@@ -13,9 +13,9 @@ from harvestman.crawl.engine import Crawler
 from harvestman.crawl.stats import deferred_note
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import ConfigError
-from harvestman.model.records import FetchOutcome, LeasedUrl, UrlState
-from harvestman.policy.outcome import Decision
-from harvestman.policy.schedule import FixedInterval, schedule_for, scheduled
+from harvestman.model.records import FetchOutcome, FetchResult, LeasedUrl, UrlState
+from harvestman.policy.outcome import Decision, decide
+from harvestman.policy.schedule import AdaptiveInterval, FixedInterval, schedule_for, scheduled
 from harvestman.store.sqlite_store import SqliteStore
 from tests.support.crawlcheck import consistent_records, run_cli
 from tests.support.httpserver import RouteHandler, RouteServer
@@ -61,12 +61,49 @@ def test_a_schedule_answering_never_leaves_the_outcome_alone() -> None:
 
 
 def test_the_schedule_comes_from_the_setting_or_python_not_both() -> None:
-    assert schedule_for(CrawlConfig().revisit_after, None) is None  # the default: never
-    assert schedule_for(CrawlConfig(revisit_after=30).revisit_after, None) == FixedInterval(30.0)
+    assert schedule_for(CrawlConfig().links, None) is None  # the default: never
+    assert schedule_for(CrawlConfig(revisit_after=30).links, None) == FixedInterval(30.0)
+    adaptive = CrawlConfig(revisit_after=30, schedule="adaptive", min_interval=10, max_interval=100)
+    assert schedule_for(adaptive.links, None) == AdaptiveInterval(30.0, 10.0, 100.0)
+    cycle = schedule_for(CrawlConfig().links, None, CrawlConfig().fetch_interval)
+    assert cycle == FixedInterval(30 * 86400.0)
+    for bad, match in (({"schedule": "weekly"}, "schedule must be one of fixed, adaptive"),
+                       ({"min_interval": 10, "max_interval": 5}, "min_interval"),
+                       ({"fetch_interval": 0}, "fetch_interval must be > 0")):
+        with pytest.raises(ConfigError, match=match):
+            CrawlConfig(**bad)
     with pytest.raises(ConfigError, match="revisit_after"):
         CrawlConfig(revisit_after=-1)
     with pytest.raises(ConfigError, match="not both"):
         Crawler(CrawlConfig(revisit_after=30), schedule=FixedInterval(5))
+
+
+def test_an_adaptive_interval_shrinks_when_a_page_changed_and_grows_when_not() -> None:
+    schedule = AdaptiveInterval(100.0, 50.0, 1000.0)
+
+    def next_interval(state: UrlState, previous: float) -> float:
+        leased = LeasedUrl("http://a.test/", "a.test", 0, 0, 0.0, fetch_interval=previous)
+        decision = scheduled(Decision(FetchOutcome("http://a.test/", state, 1000.0)), schedule, leased)
+        assert decision.outcome.next_fetch_time == 1000.0 + decision.outcome.fetch_interval
+        return decision.outcome.fetch_interval
+
+    assert next_interval(UrlState.FETCHED, 0.0) == 100.0  # a first fetch: the initial interval
+    assert next_interval(UrlState.FETCHED, 100.0) == pytest.approx(80.0)  # changed: shorter
+    assert next_interval(UrlState.NOT_MODIFIED, 100.0) == pytest.approx(140.0)  # unchanged: longer
+    assert next_interval(UrlState.FETCHED, 55.0) == 50.0  # never below the least
+    assert next_interval(UrlState.NOT_MODIFIED, 900.0) == 1000.0  # nor above the most
+    assert next_interval(UrlState.GONE, 300.0) == 300.0
+
+
+def test_the_same_content_fetched_again_is_not_modified() -> None:
+    body = b"<html><title>t</title>same</html>"
+    result = FetchResult("http://a.test/", "http://a.test/", status=200, body=body, content_type="text/html")
+    first = decide(result, LEASED, 1000.0, CrawlConfig().politeness).outcome
+    assert first.state == UrlState.FETCHED and first.signature
+    again = LeasedUrl("http://a.test/", "a.test", 0, 0, 0.0, signature=first.signature)
+    assert decide(result, again, 2000.0, CrawlConfig().politeness).outcome.state == UrlState.NOT_MODIFIED
+    changed = LeasedUrl("http://a.test/", "a.test", 0, 0, 0.0, signature="other")
+    assert decide(result, changed, 2000.0, CrawlConfig().politeness).outcome.state == UrlState.FETCHED
 
 
 def test_the_deferred_note_says_which_urls_wait_for_a_re_visit() -> None:
@@ -137,3 +174,32 @@ def test_a_run_ends_with_its_revisits_waiting_and_resume_makes_them(tmp_path: Pa
     assert _conditional(server, "/") == _conditional(server, "/other") == [False, True]
     for record in consistent_records(out).values():
         assert record.state == UrlState.NOT_MODIFIED and record.next_fetch_time == 0
+
+
+def test_the_adaptive_schedule_over_a_real_crawl_follows_how_often_pages_change(tmp_path: Path) -> None:
+    """No validators here: a re-fetch with the same content is recorded not_modified by its signature
+    and its interval grows; a page that changes at every fetch has its interval shrink."""
+    fetches = {"/changing": 0}
+
+    def same(handler: RouteHandler) -> None:
+        handler.send_simple(200, {"Content-Type": "text/html"},
+                            b"<html><title>same</title><a href='/changing'>c</a></html>")
+
+    def changing(handler: RouteHandler) -> None:
+        fetches["/changing"] += 1
+        handler.send_simple(200, {"Content-Type": "text/html"},
+                            b"<html><title>news</title>edition %d</html>" % fetches["/changing"])
+
+    out, config = tmp_path / "out", tmp_path / "adaptive.toml"
+    config.write_text('[links]\nmin_interval = 0.2\nmax_interval = 100.0\n')
+    with RouteServer({"/": same, "/changing": changing}, host="127.5.1.4") as server:
+        done = run_cli("crawl", server.url("/"), "--out", str(out), "-q", "--revisit-after", "1",
+                       "--schedule", "adaptive", "--config", str(config), "--max-wait", "5",
+                       "--max-pages", "6", *ALLOW, timeout=60)
+    assert done.returncode == 0, done.stderr
+    records = consistent_records(out)
+    same_page, news = records[server.url("/")], records[server.url("/changing")]
+    assert same_page.state == UrlState.NOT_MODIFIED and same_page.http_status == 200
+    assert same_page.fetch_interval > 1.0  # grown from the first 1 s
+    assert news.state == UrlState.FETCHED and news.fetch_interval < 1.0  # shrunk
+    assert fetches["/changing"] >= 2

@@ -100,6 +100,14 @@ def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
         help="fetch each URL again SECONDS after each fetch, conditionally (default 0: never)",
     )
     parser.add_argument(
+        "--schedule", choices=("fixed", "adaptive"),
+        help="re-visits at a fixed interval, or adapted to how often each page changes (default fixed)",
+    )
+    parser.add_argument(
+        "--fetch-interval", type=float, metavar="SECONDS",
+        help="the crawl cycle's re-fetch interval (default 2592000: 30 days)",
+    )
+    parser.add_argument(
         "--max-size", type=int, metavar="BYTES", help="truncate bodies beyond BYTES (default 10 MiB)"
     )
     parser.add_argument("--user-agent", help="User-Agent header and robots.txt product token")

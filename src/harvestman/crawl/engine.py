@@ -126,7 +126,7 @@ class Crawler:
         # (bfs, no scorer, no re-visits), whose page path then stays as it was: no call per link.
         self._scorer = scorer
         self._rank = None if config.ordering == "bfs" and scorer is None else RANKS[config.ordering]
-        self._schedule = schedule_for(config.revisit_after, schedule)
+        self._schedule = schedule_for(config.links, schedule)
 
     # ----- faces -----------------------------------------------------------------------------
 

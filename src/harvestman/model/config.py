@@ -22,6 +22,7 @@ from harvestman.model.errors import ConfigError
 SCOPES = ("host", "domain", "any")
 HOST_KEYS = ("host", "domain", "ip")
 ORDERINGS = ("bfs", "dfs", "score")  # policy/ordering.py
+SCHEDULES = ("fixed", "adaptive")  # policy/schedule.py
 DEFAULT_USER_AGENT = "harvestman/0.1 (+https://pypi.org/project/harvestman/)"
 # Distinct links kept per page. The index pages of documentation sites carry 13,000-17,000 (Python's
 # genindex-all.html), so 20,000 keeps them whole with room to spare, while bounding what one page
@@ -103,6 +104,10 @@ class LinkSettings:
     link_anchors: bool  # the link graph keeps anchor texts
     ordering: str
     revisit_after: float
+    schedule: str
+    fetch_interval: float
+    min_interval: float
+    max_interval: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +186,14 @@ class CrawlConfig:
     # link scorer's higher scores first; policy/ordering.py).
     ordering: str = "bfs"
     revisit_after: float = 0.0  # seconds after a fetch to fetch the URL again; 0: never
+    # How re-visits are spaced (policy/schedule.py): "fixed" keeps the interval, "adaptive" shrinks
+    # it when a page changed and grows it when not (Nutch's AdaptiveFetchSchedule), within
+    # [min_interval, max_interval]. The crawl cycle's steps schedule every fetched URL again after
+    # fetch_interval (Nutch's db.fetch.interval.default); the continuous crawl only with revisit_after.
+    schedule: str = "fixed"
+    fetch_interval: float = 30 * 86400.0
+    min_interval: float = 60.0
+    max_interval: float = 365 * 86400.0
     robots_ttl: float = 24 * 3600.0
     obey_robots: bool = True
     verify_tls: bool = True
@@ -262,6 +275,13 @@ def _validate(cfg: CrawlConfig) -> None:
     positive("lease_seconds", cfg.lease_seconds)
     positive("max_wait", cfg.max_wait, allow_zero=True)
     positive("revisit_after", cfg.revisit_after, allow_zero=True)
+    for name in ("fetch_interval", "min_interval", "max_interval"):
+        positive(name, getattr(cfg, name))
+    if cfg.schedule not in SCHEDULES:
+        raise ConfigError(f"schedule must be one of {', '.join(SCHEDULES)}, got {cfg.schedule!r}")
+    if cfg.min_interval > cfg.max_interval:
+        raise ConfigError(f"min_interval ({cfg.min_interval:g} s) is above max_interval "
+                          f"({cfg.max_interval:g} s)")
     if cfg.scope not in SCOPES:
         raise ConfigError(f"scope must be one of {', '.join(SCOPES)}, got {cfg.scope!r}")
     if cfg.ordering not in ORDERINGS:

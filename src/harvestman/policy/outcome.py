@@ -111,6 +111,8 @@ def decide(result: FetchResult, leased: LeasedUrl, now: float, politeness: Polit
             cut = f"body cut at the size cap ({result.body_size} bytes kept)"
             return Decision(outcome(state=state, signature=signature, error_class="truncated",
                                     error_message=cut))
+        if state == UrlState.FETCHED and signature and signature == leased.signature:
+            state = UrlState.NOT_MODIFIED  # fetched again, and the same content (Nutch's rule)
         return Decision(outcome(state=state, signature=signature))
     if status == 304:
         return Decision(outcome(state=UrlState.NOT_MODIFIED))

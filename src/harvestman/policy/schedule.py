@@ -12,9 +12,14 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Protocol
 
+from harvestman.model.config import LinkSettings
 from harvestman.model.errors import ConfigError
-from harvestman.model.records import FetchOutcome, LeasedUrl
+from harvestman.model.records import FetchOutcome, LeasedUrl, UrlState
 from harvestman.policy.outcome import Decision
+
+# AdaptiveInterval's rates: Nutch's db.fetch.schedule.adaptive.inc_rate and dec_rate defaults.
+GROWTH = 0.4
+SHRINK = 0.2
 
 
 class FetchSchedule(Protocol):
@@ -42,13 +47,42 @@ class FixedInterval:
         return outcome.fetch_time + self.seconds
 
 
-def schedule_for(revisit_after: float, schedule: FetchSchedule | None) -> FetchSchedule | None:
-    """The crawl's schedule: one given in Python, else `revisit_after`'s; None means never again."""
+@dataclass(frozen=True, slots=True)
+class AdaptiveInterval:
+    """Nutch's AdaptiveFetchSchedule: each URL keeps its own interval, `initial` at first, shrunk by
+    SHRINK when its page changed since the last fetch and grown by GROWTH when it did not (a 304, or
+    the same content signature), always within [`least`, `most`]. A page that changes every day is
+    soon fetched daily; one that never changes drifts towards `most`."""
+
+    initial: float
+    least: float
+    most: float
+
+    def __call__(self, outcome: FetchOutcome, leased: LeasedUrl) -> float:
+        """The fetch time plus the URL's interval, adapted to whether its page changed."""
+        interval = leased.fetch_interval or self.initial
+        if leased.fetch_interval:  # a first fetch says nothing about change: `initial` stands
+            if outcome.state == UrlState.NOT_MODIFIED:
+                interval *= 1 + GROWTH
+            elif outcome.state == UrlState.FETCHED:
+                interval *= 1 - SHRINK
+        return outcome.fetch_time + min(max(interval, self.least), self.most)
+
+
+def schedule_for(links: LinkSettings, schedule: FetchSchedule | None,
+                 interval: float | None = None) -> FetchSchedule | None:
+    """The crawl's schedule: one given in Python, else the settings' (`schedule` over `interval`, by
+    default `revisit_after`); None means never again."""
+    interval = links.revisit_after if interval is None else interval
     if schedule is not None:
-        if revisit_after:
+        if interval:
             raise ConfigError("give either revisit_after or a fetch schedule, not both")
         return schedule
-    return FixedInterval(revisit_after) if revisit_after else None
+    if not interval:
+        return None
+    if links.schedule == "adaptive":
+        return AdaptiveInterval(interval, links.min_interval, links.max_interval)
+    return FixedInterval(interval)
 
 
 def scheduled(decision: Decision, schedule: FetchSchedule, leased: LeasedUrl) -> Decision:
@@ -56,7 +90,11 @@ def scheduled(decision: Decision, schedule: FetchSchedule, leased: LeasedUrl) ->
     keeps the time `decide` gave it)."""
     if not decision.final:
         return decision
-    due = schedule(decision.outcome, leased)
+    outcome = decision.outcome
+    due = schedule(outcome, leased)
     if not due > 0:  # 0, a negative time or NaN: never again
         return decision
-    return dataclasses.replace(decision, outcome=dataclasses.replace(decision.outcome, next_fetch_time=due))
+    # The interval is kept with the URL: the next fetch's schedule starts from it.
+    interval = max(due - outcome.fetch_time, 0.0)
+    timed = dataclasses.replace(outcome, next_fetch_time=due, fetch_interval=interval)
+    return dataclasses.replace(decision, outcome=timed)
