@@ -171,6 +171,21 @@ def test_reopen_keeps_everything_and_records_the_schema(postgres_url: str) -> No
             reader.set_meta("k", "v")
 
 
+def test_a_schema_1_database_is_refused_read_only_and_migrated_by_a_writer(postgres_url: str) -> None:
+    with open_pg(postgres_url) as f:
+        f.add([nu("http://a.test/1")])
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute("ALTER TABLE urls DROP COLUMN simhash, DROP COLUMN duplicate_of,"
+                     " DROP COLUMN fetch_interval, DROP COLUMN inlinks, DROP COLUMN metadata")
+        conn.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    with pytest.raises(FrontierError, match="schema 1: run a harvestman command that writes"):
+        PostgresStore.open_read_only(postgres_url)
+    with open_pg(postgres_url) as f:
+        assert f.get_meta("schema_version") == str(SCHEMA_VERSION)
+        assert f.set_inlinks([("http://a.test/1", 4)]) == 1
+        assert f.get("http://a.test/1").inlinks == 4  # type: ignore[union-attr]
+
+
 def test_two_processes_opening_a_new_database_at_once_make_one_schema(postgres_url: str) -> None:
     opened: list[PostgresStore] = []
     errors: list[BaseException] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -406,3 +407,87 @@ def test_records_final_url_and_title(make: Maker) -> None:
     f.complete([done("http://a.test/", UrlState.NOT_MODIFIED, http_status=304)], T0 + 2)
     got = f.get("http://a.test/")
     assert got is not None and got.title == "Home"
+
+
+# -- schema 4: what batch jobs, crawl steps and fetch schedules keep ---------------------------------
+
+
+def test_generate_selects_due_urls_best_first_capped_per_host_and_holds_them(make: Maker) -> None:
+    f = make(per_host=10)
+    f.add([nu(f"http://a.test/{i}", depth=i % 3, score=float(i)) for i in range(6)]
+          + [nu(f"http://b.test/{i}", depth=1, score=10.0 + i) for i in range(3)])
+    picked = f.generate(4, 2, "score", T0, T0 + 3600)
+    assert [r.url for r in picked] == ["http://b.test/2", "http://b.test/1", "http://a.test/5", "http://a.test/4"]
+    assert all(r.state == UrlState.UNFETCHED for r in picked)
+    # Held: neither generated again nor leased before the segment expires, unless reported.
+    again = f.generate(100, 0, "bfs", T0, T0 + 3600)
+    assert {r.url for r in again} == {"http://a.test/0", "http://a.test/1", "http://a.test/2",
+                                      "http://a.test/3", "http://b.test/0"}
+    assert [r.depth for r in again] == sorted(r.depth for r in again)  # bfs: shallowest first
+    assert f.generate(100, 0, "bfs", T0, T0 + 3600) == [] and f.lease(100, T0) == []
+    f.complete([done("http://b.test/2", http_status=200)], T0)
+    assert f.get("http://b.test/2").state == UrlState.FETCHED  # type: ignore[union-attr]
+    # An expired segment's URLs come back.
+    assert len(f.generate(100, 0, "dfs", T0 + 3601, T0 + 7200)) == 8
+
+
+def test_generate_takes_fetched_urls_again_when_their_next_fetch_time_has_come(make: Maker) -> None:
+    f = make()
+    f.add([nu("http://a.test/1"), nu("http://a.test/2")])
+    f.generate(10, 0, "bfs", T0, T0 + 10)
+    f.complete([done("http://a.test/1", http_status=200, next_fetch_time=T0 + 100, fetch_interval=100.0,
+                     signature="s1"),
+                done("http://a.test/2", http_status=200)], T0)
+    assert f.generate(10, 0, "bfs", T0 + 99, T0 + 200) == []
+    [due] = f.generate(10, 0, "bfs", T0 + 100, T0 + 200)
+    assert (due.url, due.fetch_interval, due.signature) == ("http://a.test/1", 100.0, "s1")
+
+
+def test_lease_carries_the_signature_and_interval_for_schedules(make: Maker) -> None:
+    f = make()
+    f.add([nu("http://a.test/1")])
+    f.lease(1, T0)
+    f.complete([done("http://a.test/1", http_status=200, next_fetch_time=T0 + 5, fetch_interval=5.0,
+                     signature="abc", simhash=(1 << 64) - 1)], T0)
+    [again] = f.lease(1, T0 + 5)
+    assert (again.signature, again.fetch_interval) == ("abc", 5.0)
+    assert f.get("http://a.test/1").simhash == (1 << 64) - 1  # type: ignore[union-attr]
+    # Same content, SimHash not computed this time: kept; changed content: dropped (stale).
+    f.complete([done("http://a.test/1", http_status=200, signature="abc", next_fetch_time=T0 + 10)], T0 + 5)
+    assert f.get("http://a.test/1").simhash == (1 << 64) - 1  # type: ignore[union-attr]
+    f.lease(1, T0 + 10)
+    f.complete([done("http://a.test/1", http_status=200, signature="new")], T0 + 10)
+    rec = f.get("http://a.test/1")
+    assert rec is not None and rec.simhash == 0 and rec.fetch_interval == 5.0
+
+
+def test_simhashes_inlinks_and_metadata(make: Maker) -> None:
+    f = make()
+    f.add([nu("http://a.test/1"), nu("http://a.test/2")])
+    big = 0xF0F0_0000_0000_0001
+    assert f.set_simhashes([("http://a.test/1", big), ("http://a.test/2", 7), ("http://x.test/", 1)]) == 2
+    assert f.set_inlinks([("http://a.test/1", 3), ("http://a.test/2", 1)]) == 2
+    assert f.set_inlinks([("http://a.test/2", 2)]) == 1  # a new count replaces every old one
+    assert f.set_metadata([("http://a.test/1", {"source": "seed", "lang": "en"})]) == 1
+    assert f.set_metadata([("http://a.test/1", {"lang": "fr"}), ("http://x.test/", {"a": "b"})]) == 1
+    one, two = f.get("http://a.test/1"), f.get("http://a.test/2")
+    assert one is not None and two is not None
+    assert (one.simhash, one.inlinks, two.simhash, two.inlinks) == (big, 0, 7, 2)
+    assert json.loads(one.metadata) == {"source": "seed", "lang": "fr"} and two.metadata == ""
+    assert [r.simhash for r in f.records()] == [big, 7]
+
+
+def test_set_duplicates_replaces_the_previous_marks(make: Maker) -> None:
+    f = make()
+    urls = [f"http://a.test/{i}" for i in range(4)]
+    f.add([nu(u) for u in urls])
+    f.lease(10, T0)
+    f.complete([done(u, http_status=200) for u in urls], T0)
+    assert f.set_duplicates([(urls[1], urls[0]), (urls[2], urls[0]), (urls[3], urls[3])]) == 2
+    assert f.counts()[UrlState.DUPLICATE] == 2 and f.counts()[UrlState.FETCHED] == 2
+    assert f.get(urls[1]).duplicate_of == urls[0]  # type: ignore[union-attr]
+    assert f.set_duplicates([(urls[3], urls[2])]) == 1
+    states = {r.url: (r.state, r.duplicate_of) for r in f.records()}
+    assert states == {urls[0]: (UrlState.FETCHED, ""), urls[1]: (UrlState.FETCHED, ""),
+                      urls[2]: (UrlState.FETCHED, ""), urls[3]: (UrlState.DUPLICATE, urls[2])}
+    assert f.counts()[UrlState.DUPLICATE] == 1 and f.counts()[UrlState.FETCHED] == 3

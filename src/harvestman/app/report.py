@@ -138,7 +138,9 @@ def export_records(folder: Path, fmt: str, output: Path | None = None, db: str =
         count = 0
         with open(path, "w", encoding="utf-8") as out:
             for record in frontier.records():
-                out.write(json.dumps(_as_row(record), ensure_ascii=False, default=_json_default) + "\n")
+                row = _as_row(record)
+                row["metadata"] = json.loads(record.metadata) if record.metadata else None  # an object
+                out.write(json.dumps(row, ensure_ascii=False, default=_json_default) + "\n")
                 count += 1
         return Exported(path, count)
     finally:
@@ -190,7 +192,8 @@ def _write_parquet(frontier: CrawlDb, path: Path) -> int:
     # The schema follows UrlRecord's fields, so an empty crawl still exports a valid file.
     types = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "UrlState": pa.string()}
     schema = pa.schema([
-        (f.name, pa.timestamp("us", tz="UTC") if f.name in _TIME_FIELDS else types[str(f.type)])
+        (f.name, pa.timestamp("us", tz="UTC") if f.name in _TIME_FIELDS
+         else pa.uint64() if f.name == "simhash" else types[str(f.type)])
         for f in dataclasses.fields(UrlRecord)
     ])
     return _write_parquet_rows(map(_as_row, frontier.records()), schema, path)

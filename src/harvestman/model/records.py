@@ -228,6 +228,8 @@ class LeasedUrl:
     lease_until: float
     etag: str = ""
     last_modified: str = ""
+    signature: str = ""  # the last fetch's content signature ('' before one)
+    fetch_interval: float = 0.0  # the fetch schedule's current interval for the URL (0: none yet)
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +254,8 @@ class FetchOutcome:
     retried: bool = False  # count this attempt against the URL's retries
     final_url: str = ""  # where redirects ended (or, unfollowed, pointed), when it differs from `url`
     title: str = ""  # the HTML page's <title>, as the crawl's parse found it
+    fetch_interval: float = 0.0  # the schedule's interval after this fetch (0: leave as stored)
+    simhash: int = 0  # 64-bit SimHash of the visible text, when computed (0: not computed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +282,11 @@ class UrlRecord:
     wire_bytes: int
     final_url: str  # where the fetch ended: the URL itself, or a redirect's target; '' before a response
     title: str  # the HTML page's <title>; '' when none was parsed
+    simhash: int = 0  # 64-bit SimHash of the visible text (unsigned); 0 when not computed
+    duplicate_of: str = ""  # the URL kept in this one's place, when the state is DUPLICATE
+    fetch_interval: float = 0.0  # seconds between fetches, as the fetch schedule last set it
+    inlinks: int = 0  # pages linking here, as the last invertlinks counted them
+    metadata: str = ""  # a JSON object: a seed's metadata, a sitemap's lastmod; '' when none
 
 
 @dataclass(frozen=True, slots=True)

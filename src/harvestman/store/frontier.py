@@ -7,8 +7,8 @@ reports and batch jobs a `CrawlDb`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-from typing import Protocol, runtime_checkable
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Protocol, runtime_checkable
 
 from harvestman.model.records import (
     CrawlTotals,
@@ -23,6 +23,24 @@ from harvestman.model.records import (
 )
 
 HostStats = tuple[str, int, int, int]  # host, pending (queued), fetched, errors
+
+# generate()'s orders: the columns a selection is sorted by, best first (the row id breaks ties).
+GENERATE_ORDERS = {"bfs": "depth, id", "dfs": "depth DESC, id", "score": "score DESC, id"}
+_SIMHASH_COLUMN = 20  # the position of simhash in a record row (see UrlRecord)
+
+
+def signed64(value: int) -> int:
+    """A 64-bit SimHash as the databases store it (a signed 64-bit integer)."""
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+def row_to_record(row: Sequence[Any]) -> UrlRecord:
+    """A UrlRecord from a row of the record columns (both backends select them in this order)."""
+    values = list(row)
+    values[2] = UrlState(values[2])
+    if len(values) > _SIMHASH_COLUMN:
+        values[_SIMHASH_COLUMN] = int(values[_SIMHASH_COLUMN]) & 0xFFFF_FFFF_FFFF_FFFF
+    return UrlRecord(*values)
 
 
 @runtime_checkable
@@ -144,6 +162,31 @@ class CrawlDb(Protocol):
 
     def set_scores(self, scores: Iterable[tuple[str, float, float]]) -> int:
         """Set (url, score, priority) of known URLs (a batch job's ranking); returns how many were known."""
+        ...
+
+    def set_simhashes(self, items: Iterable[tuple[str, int]]) -> int:
+        """Set (url, 64-bit SimHash) of known URLs; returns how many were known."""
+        ...
+
+    def set_inlinks(self, items: Iterable[tuple[str, int]]) -> int:
+        """Replace every URL's inlink count (those not given get 0); returns how many were known."""
+        ...
+
+    def set_duplicates(self, pairs: Iterable[tuple[str, str]]) -> int:
+        """Replace the crawl's duplicates: each (url, kept url) becomes DUPLICATE of the kept one; URLs
+        marked before and not given now are FETCHED again. Returns how many were marked."""
+        ...
+
+    def set_metadata(self, items: Iterable[tuple[str, Mapping[str, str]]]) -> int:
+        """Merge keys into the metadata of known URLs (a seed's `key=value`s, a sitemap's lastmod);
+        returns how many were known."""
+        ...
+
+    def generate(self, limit: int, max_per_host: int, order: str, now: float,
+                 until: float) -> list[UrlRecord]:
+        """Select up to `limit` due URLs (queued, next fetch time come, not leased or generated), best
+        first by GENERATE_ORDERS[order], at most `max_per_host` a host (0: no cap), and hold them until
+        `until` (a segment's expiry: they are not generated or leased again before, unless reported)."""
         ...
 
     def get_meta(self, key: str) -> str | None:

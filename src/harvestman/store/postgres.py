@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from harvestman.model.errors import FrontierError
 from harvestman.model.faults import crash_point
 from harvestman.model.records import FetchOutcome, LeasedUrl, NewUrl, PageLinks, UrlState
+from harvestman.store.frontier import signed64
 from harvestman.store.linkcodec import encode_links
 from harvestman.store.postgres_db import QUEUED, DatabaseError, PostgresDb, clean
 from harvestman.store.postgres_sql import FAR_FUTURE, FREE_HOST, INSERT_URLS, LEASE, PARKED, WRITE_OUTCOME
@@ -124,7 +125,7 @@ class PostgresStore(PostgresDb):
             taken: dict[int, tuple[int, float]] = {}  # host id -> (URLs leased, its delay)
             park: list[int] = []
             # Rows come host by host in lease order, a host without a URL once with url NULL.
-            for host_id, name, room, delay, url, depth, retries, etag, last_modified in rows:
+            for host_id, name, room, delay, url, depth, retries, etag, last_modified, sig, interval in rows:
                 if host_id not in taken:
                     if want <= 0:
                         break  # the hosts after the last one leased from stay as they are
@@ -137,7 +138,8 @@ class PostgresStore(PostgresDb):
                 if url is not None and want > 0:
                     taken[host_id] = (taken[host_id][0] + 1, delay)
                     want -= 1
-                    out.append(LeasedUrl(url, name, depth, retries, lease_until, etag, last_modified))
+                    out.append(LeasedUrl(url, name, depth, retries, lease_until, etag, last_modified, sig,
+                                          interval))
             busy = [(h, n, d) for h, (n, d) in taken.items() if n]
             if busy:
                 conn.execute(
@@ -255,6 +257,9 @@ class PostgresStore(PostgresDb):
                 "body_size": o.body_size, "wire_bytes": o.wire_bytes,
                 "final_url": o.final_url if url == o.url else "", "title": clean(o.title),
                 "retried": 1 if o.retried and url == o.url else 0,
+                "fetch_interval": float(o.fetch_interval),
+                # Kept while the content is the same; a changed page's old SimHash would mislead dedup.
+                "simhash": signed64(o.simhash),
             })
             clocks = hosts.setdefault(host_id, [0, None])
             clocks[0] += 1 if leased > 0 else 0

@@ -3,14 +3,17 @@
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from itertools import islice
 from typing import Any, TypeVar
 
 from harvestman.model.errors import ConfigError, FrontierError
 from harvestman.model.records import CrawlTotals, HostTotals, LinkEdge, UrlRecord, UrlState
 from harvestman.net.urls import without_password
-from harvestman.store.frontier import HostStats
+from harvestman.store.frontier import GENERATE_ORDERS, HostStats, row_to_record, signed64
 from harvestman.store.linkcodec import decode_links
 
 try:
@@ -21,12 +24,13 @@ except ImportError:
         "a postgresql:// crawl database needs psycopg: pip install 'harvestman[postgres]'"
     ) from None
 
-from harvestman.store.postgres_sql import RECORD_COLS, SCHEMA, SCHEMA_VERSION
+from harvestman.store.postgres_sql import MIGRATIONS, RECORD_COLS, SCHEMA, SCHEMA_VERSION
 
 DatabaseError = psycopg.Error  # what psycopg raises; turned into FrontierError at this module's edge
 _RETRIES = 5
 _SCHEMA_LOCK = 0x68766D31  # advisory lock id taken while creating the schema ("hvm1")
 _COMPACT_AT = 2000  # tallies rows beyond which counts() folds them into one row each
+_BATCH = 10_000  # rows a bulk statement (see _update_batches)
 QUEUED = -1  # the tallies key of queued URLs (the others are states)
 T = TypeVar("T")
 
@@ -34,10 +38,6 @@ T = TypeVar("T")
 def clean(text: str) -> str:
     """PostgreSQL's text refuses NUL characters, which a page title or an error may hold: drop them."""
     return text.replace("\x00", "") if "\x00" in text else text
-
-
-def _row_to_record(row: Sequence[Any]) -> UrlRecord:
-    return UrlRecord(row[0], row[1], UrlState(row[2]), *row[3:])
 
 
 class PostgresDb:
@@ -86,6 +86,8 @@ class PostgresDb:
                     conn.execute(SCHEMA)
                     conn.execute("INSERT INTO meta VALUES ('schema_version', %s)", (str(SCHEMA_VERSION),))
                     return
+                if {"meta", "urls"} <= tables:
+                    self._migrate(conn)
         tables = self._tables()
         if "meta" not in tables or "urls" not in tables:
             if not tables:
@@ -100,6 +102,19 @@ class PostgresDb:
             )
         if version < 1:
             raise FrontierError(f"{self.name} has an unknown crawl database schema ({row and row[0]!r})")
+        if version < SCHEMA_VERSION:  # read-only: the columns it reads are not there yet
+            raise FrontierError(
+                f"{self.name} has crawl database schema {version}: run a harvestman command that writes "
+                "to it (crawl --resume, inject) once to upgrade it"
+            )
+
+    def _migrate(self, conn: psycopg.Connection[Any]) -> None:
+        """Bring a database of an older schema up to SCHEMA_VERSION (inside _open's transaction)."""
+        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        version = int(row[0]) if row and str(row[0]).isdigit() else SCHEMA_VERSION
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            conn.execute(MIGRATIONS[target])
+            conn.execute("UPDATE meta SET value = %s WHERE key = 'schema_version'", (str(target),))
 
     def _tables(self) -> set[str]:
         rows = self._conn.execute(
@@ -168,7 +183,7 @@ class PostgresDb:
                 return
             last = rows[-1][0]
             for row in rows:
-                yield _row_to_record(row[1:])
+                yield row_to_record(row[1:])
 
     def links(self) -> Iterator[LinkEdge]:
         """Stream every stored link, page by page in the order the pages were first known."""
@@ -184,26 +199,111 @@ class PostgresDb:
                 for to_url, anchor, kind, nofollow in decode_links(stored):
                     yield LinkEdge(page, to_url, anchor, kind, nofollow)
 
+    def _update_batches(self, items: Iterable[T], statement: str,
+                        columns: Callable[[list[T]], tuple[Any, ...]]) -> int:
+        """Run `statement` over `items` in batches (URLs in order: rows locked in URL order, as
+        everywhere), each with the arrays `columns` makes of it; the rows it changed."""
+        done = 0
+        it = iter(items)
+        while batch := list(islice(it, _BATCH)):
+            batch.sort()
+            args = columns(batch)
+
+            def work(conn: psycopg.Connection[Any], args: tuple[Any, ...] = args) -> int:
+                return int(conn.execute(statement, args).rowcount)
+
+            done += self._write(work)
+        return done
+
     def set_scores(self, scores: Iterable[tuple[str, float, float]]) -> int:
         """Set (url, score, priority) of known URLs (a batch job's ranking); returns how many were known."""
-        known = 0
-        batch: list[tuple[str, float, float]] = []
-        for item in scores:
-            batch.append(item)
-            if len(batch) >= 10_000:
-                known += self._set_scores(batch)
-                batch = []
-        return known + (self._set_scores(batch) if batch else 0)
+        return self._update_batches(
+            scores,
+            "UPDATE urls u SET score = v.score, priority = v.priority"
+            " FROM unnest(%s::text[], %s::float8[], %s::float8[]) AS v(url, score, priority)"
+            " WHERE u.url = v.url",
+            lambda b: ([x[0] for x in b], [float(x[1]) for x in b], [float(x[2]) for x in b]))
 
-    def _set_scores(self, batch: list[tuple[str, float, float]]) -> int:
-        batch.sort()  # rows locked in URL order, as everywhere (see the top)
+    def set_simhashes(self, items: Iterable[tuple[str, int]]) -> int:
+        """Set (url, 64-bit SimHash) of known URLs; returns how many were known."""
+        return self._update_batches(
+            items,
+            "UPDATE urls u SET simhash = v.h FROM unnest(%s::text[], %s::int8[]) AS v(url, h)"
+            " WHERE u.url = v.url",
+            lambda b: ([x[0] for x in b], [signed64(x[1]) for x in b]))
 
-        def work(conn: psycopg.Connection[Any]) -> int:
-            return conn.execute(
-                "UPDATE urls u SET score = v.score, priority = v.priority"
-                " FROM unnest(%s::text[], %s::float8[], %s::float8[]) AS v(url, score, priority)"
-                " WHERE u.url = v.url",
-                ([b[0] for b in batch], [float(b[1]) for b in batch], [float(b[2]) for b in batch])).rowcount
+    def set_inlinks(self, items: Iterable[tuple[str, int]]) -> int:
+        """Replace every URL's inlink count (those not given get 0); returns how many were known."""
+        self._write(lambda conn: conn.execute("UPDATE urls SET inlinks = 0 WHERE inlinks <> 0"))
+        return self._update_batches(
+            items,
+            "UPDATE urls u SET inlinks = v.n FROM unnest(%s::text[], %s::int[]) AS v(url, n)"
+            " WHERE u.url = v.url",
+            lambda b: ([x[0] for x in b], [int(x[1]) for x in b]))
+
+    def set_duplicates(self, pairs: Iterable[tuple[str, str]]) -> int:
+        """Replace the crawl's duplicates: each (url, kept url) becomes DUPLICATE of the kept one; URLs
+        marked before and not given now are FETCHED again. Returns how many were marked."""
+        def unmark(conn: psycopg.Connection[Any]) -> None:
+            n = conn.execute("UPDATE urls SET state = %s, duplicate_of = '' WHERE state = %s",
+                             (int(UrlState.FETCHED), int(UrlState.DUPLICATE))).rowcount
+            if n:
+                conn.execute("INSERT INTO tallies(what, n) VALUES (%s, %s), (%s, %s)",
+                             (int(UrlState.DUPLICATE), -n, int(UrlState.FETCHED), n))
+
+        self._write(unmark)
+        marked = 0
+        it = iter(pairs)
+        while batch := sorted(islice(it, _BATCH)):
+            def mark(conn: psycopg.Connection[Any], batch: list[tuple[str, str]] = batch) -> int:
+                # The self-join reads each row as it was: its old state, for the tallies.
+                old = Counter(int(r[0]) for r in conn.execute(
+                    "UPDATE urls u SET state = %s, duplicate_of = v.kept"
+                    " FROM unnest(%s::text[], %s::text[]) AS v(url, kept), urls o"
+                    " WHERE u.url = v.url AND v.url <> v.kept AND o.id = u.id RETURNING o.state",
+                    (int(UrlState.DUPLICATE), [p[0] for p in batch], [p[1] for p in batch])).fetchall())
+                rows = list(old.items())
+                changes = [(int(state), -int(n)) for state, n in rows]
+                total = sum(int(n) for _, n in rows)
+                if total:
+                    with conn.cursor() as cur:
+                        cur.executemany("INSERT INTO tallies(what, n) VALUES (%s, %s)",
+                                        [*changes, (int(UrlState.DUPLICATE), total)])
+                return total
+
+            marked += self._write(mark)
+        return marked
+
+    def set_metadata(self, items: Iterable[tuple[str, Mapping[str, str]]]) -> int:
+        """Merge keys into the metadata of known URLs; returns how many were known."""
+        return self._update_batches(
+            ((url, json.dumps(dict(meta), ensure_ascii=False)) for url, meta in items),
+            "UPDATE urls u SET metadata = (COALESCE(NULLIF(u.metadata, ''), '{}')::jsonb || v.m::jsonb)::text"
+            " FROM unnest(%s::text[], %s::text[]) AS v(url, m) WHERE u.url = v.url",
+            lambda b: ([x[0] for x in b], [clean(x[1]) for x in b]))
+
+    def generate(self, limit: int, max_per_host: int, order: str, now: float,
+                 until: float) -> list[UrlRecord]:
+        """Select up to `limit` due URLs, best first by GENERATE_ORDERS[order], at most `max_per_host`
+        a host (0: no cap), and hold them until `until` (see CrawlDb.generate)."""
+        key = GENERATE_ORDERS[order]
+
+        def work(conn: psycopg.Connection[Any]) -> list[UrlRecord]:
+            # Held rows carry lease_until, as SqliteBulk.generate's.
+            ids = [r[0] for r in conn.execute(
+                "SELECT id FROM (SELECT id, depth, score,"
+                f" ROW_NUMBER() OVER (PARTITION BY host_id ORDER BY {key}) AS n"
+                " FROM urls WHERE queued AND next_fetch_time <= %s AND lease_until <= %s) s"
+                f" WHERE n <= %s ORDER BY {key} LIMIT %s",
+                (now, now, max_per_host or 1 << 62, max(limit, 0))).fetchall()]
+            if not ids:
+                return []
+            conn.execute("UPDATE urls SET lease_until = %s WHERE id = ANY(%s)", (until, sorted(ids)))
+            rows = conn.execute(
+                f"SELECT {RECORD_COLS} FROM unnest(%s::bigint[]) WITH ORDINALITY AS c(id, n)"
+                " JOIN urls u ON u.id = c.id JOIN hosts h ON h.id = u.host_id ORDER BY c.n",
+                (ids,)).fetchall()
+            return [row_to_record(r) for r in rows]
 
         return self._write(work)
 
@@ -251,7 +351,7 @@ class PostgresDb:
         """The row of `url`, or None when it is not known."""
         rows = self._read(
             f"SELECT {RECORD_COLS} FROM urls u JOIN hosts h ON h.id = u.host_id WHERE u.url = %s", (url,))
-        return _row_to_record(rows[0]) if rows else None
+        return row_to_record(rows[0]) if rows else None
 
     def get_meta(self, key: str) -> str | None:
         """A stored run-metadata value (seeds, config, start time), or None."""

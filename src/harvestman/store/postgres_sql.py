@@ -2,11 +2,20 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: simhash, duplicate_of, fetch_interval, inlinks, metadata (as SQLite's 4)
 FAR_FUTURE = 1e18  # "never": a host with no leasable URL and no lease to wait for
 PARKED = 1e17  # wake_at at or above this: parked for good, out of the hosts_ready index
 
 # Text columns COLLATE "C": byte order, as SQLite's, and the cheapest comparison for the URL index.
+# Schema changes of an existing database, by the version they lead to (one transaction each).
+MIGRATIONS: dict[int, str] = {
+    2: "ALTER TABLE urls ADD COLUMN IF NOT EXISTS simhash BIGINT NOT NULL DEFAULT 0,"
+       " ADD COLUMN IF NOT EXISTS duplicate_of TEXT NOT NULL DEFAULT '',"
+       " ADD COLUMN IF NOT EXISTS fetch_interval DOUBLE PRECISION NOT NULL DEFAULT 0,"
+       " ADD COLUMN IF NOT EXISTS inlinks INTEGER NOT NULL DEFAULT 0,"
+       " ADD COLUMN IF NOT EXISTS metadata TEXT NOT NULL DEFAULT ''",
+}
+
 SCHEMA = f"""
 CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE hosts(
@@ -48,7 +57,12 @@ CREATE TABLE urls(
     final_url TEXT NOT NULL DEFAULT '',             -- '' when it is the URL itself
     title TEXT NOT NULL DEFAULT '',
     priority DOUBLE PRECISION NOT NULL DEFAULT 0,   -- lease order in its host's queue, lowest first
-    queued BOOLEAN NOT NULL DEFAULT TRUE            -- to be fetched (UNFETCHED, or a re-visit is set)
+    queued BOOLEAN NOT NULL DEFAULT TRUE,           -- to be fetched (UNFETCHED, or a re-visit is set)
+    simhash BIGINT NOT NULL DEFAULT 0,              -- 64-bit SimHash of the visible text, signed
+    duplicate_of TEXT NOT NULL DEFAULT '',          -- the URL kept in its place (state DUPLICATE)
+    fetch_interval DOUBLE PRECISION NOT NULL DEFAULT 0,  -- the schedule's interval (s); 0: none yet
+    inlinks INTEGER NOT NULL DEFAULT 0,             -- linking pages, as invertlinks last counted them
+    metadata TEXT NOT NULL DEFAULT ''               -- a JSON object (seed metadata, sitemap lastmod)
 );
 -- The per-host queues: only queued rows, in lease order.
 CREATE INDEX urls_queue ON urls(host_id, priority, id) WHERE queued;
@@ -118,9 +132,10 @@ WITH h AS (
 ), leased AS (
     UPDATE urls SET lease_until = %(until)s FROM due WHERE urls.id = due.id AND due.n <= %(want)s
     RETURNING urls.host_id, urls.url, urls.depth, urls.retries, urls.etag, urls.last_modified,
-        urls.priority, urls.id
+        urls.signature, urls.fetch_interval, urls.priority, urls.id
 )
-SELECT h.id, h.name, h.room, h.delay, l.url, l.depth, l.retries, l.etag, l.last_modified
+SELECT h.id, h.name, h.room, h.delay, l.url, l.depth, l.retries, l.etag, l.last_modified, l.signature,
+    l.fetch_interval
 FROM h LEFT JOIN leased l ON l.host_id = h.id
 ORDER BY h.ready_at, h.id, l.priority, l.id
 """
@@ -129,7 +144,8 @@ RECORD_COLS = (
     "u.url, h.name, u.state, u.depth, u.retries, u.score, u.parent, u.fetch_time, u.next_fetch_time,"
     " u.http_status, u.error_class, u.error_message, u.signature, u.etag, u.last_modified,"
     " u.content_type, u.body_size, u.wire_bytes,"
-    " CASE WHEN u.final_url <> '' THEN u.final_url WHEN u.http_status > 0 THEN u.url ELSE '' END, u.title"
+    " CASE WHEN u.final_url <> '' THEN u.final_url WHEN u.http_status > 0 THEN u.url ELSE '' END, u.title,"
+    " u.simhash, u.duplicate_of, u.fetch_interval, u.inlinks, u.metadata"
 )
 
 WRITE_OUTCOME = """
@@ -143,7 +159,10 @@ UPDATE urls SET state = %(state)s, fetch_time = %(fetch_time)s, next_fetch_time 
                    ELSE %(content_type)s END,
     title = CASE WHEN %(keep)s AND %(title)s = '' THEN title ELSE %(title)s END,
     body_size = %(body_size)s, wire_bytes = %(wire_bytes)s, final_url = %(final_url)s,
-    retries = retries + %(retried)s, lease_until = 0, queued = %(queued)s
+    retries = retries + %(retried)s, lease_until = 0, queued = %(queued)s,
+    fetch_interval = CASE WHEN %(fetch_interval)s > 0 THEN %(fetch_interval)s ELSE fetch_interval END,
+    simhash = CASE WHEN %(simhash)s <> 0 THEN %(simhash)s
+              WHEN %(keep)s OR %(signature)s = signature THEN simhash ELSE 0 END
 WHERE id = %(id)s
 """
 

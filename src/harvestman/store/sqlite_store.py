@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
 
 from harvestman.model.errors import FrontierError
 from harvestman.model.faults import crash_point
@@ -20,9 +19,9 @@ from harvestman.model.records import (
     UrlRecord,
     UrlState,
 )
-from harvestman.store.frontier import HostStats
+from harvestman.store.frontier import HostStats, row_to_record, signed64
 from harvestman.store.linkcodec import decode_links, encode_links
-from harvestman.store.sqlite_file import SqliteFile
+from harvestman.store.sqlite_bulk import SqliteBulk
 
 _FAR_FUTURE = 1e18  # "never": a host with no leasable URL and no lease to wait for
 
@@ -40,16 +39,15 @@ UPDATE urls SET state = :state, fetch_time = :fetch_time, next_fetch_time = :nex
     content_type = CASE WHEN :keep AND :content_type = '' THEN content_type ELSE :content_type END,
     title = CASE WHEN :keep AND :title = '' THEN title ELSE :title END,
     body_size = :body_size, wire_bytes = :wire_bytes, final_url = :final_url,
-    retries = retries + :retried, lease_until = 0, queued = :queued
+    retries = retries + :retried, lease_until = 0, queued = :queued,
+    fetch_interval = CASE WHEN :fetch_interval > 0 THEN :fetch_interval ELSE fetch_interval END,
+    simhash = CASE WHEN :simhash <> 0 THEN :simhash
+              WHEN :keep OR :signature = signature THEN simhash ELSE 0 END
 WHERE id = :id
 """
 
 
-def _row_to_record(row: Sequence[Any]) -> UrlRecord:
-    return UrlRecord(row[0], row[1], UrlState(row[2]), *row[3:])
-
-
-class SqliteStore(SqliteFile):
+class SqliteStore(SqliteBulk):
     """A Store on one SQLite file; the default, `DIR/crawl.db`.
 
     The worker processes of one crawl share the file: the process that holds the lock starts them,
@@ -162,7 +160,7 @@ class SqliteStore(SqliteFile):
                 if room <= 0:
                     break
                 rows = db.execute(
-                    "SELECT id, url, depth, retries, etag, last_modified FROM urls"
+                    "SELECT id, url, depth, retries, etag, last_modified, signature, fetch_interval FROM urls"
                     " WHERE host_id = ? AND queued = 1 AND next_fetch_time <= ? AND lease_until = 0"
                     " ORDER BY priority, id LIMIT ?",
                     (host_id, now, room),
@@ -177,7 +175,7 @@ class SqliteStore(SqliteFile):
                         " WHERE id = ?",
                         (len(rows), now + delay, host_id),
                     )
-                    out.extend(LeasedUrl(r[1], name, r[2], r[3], lease_until, r[4], r[5]) for r in rows)
+                    out.extend(LeasedUrl(r[1], name, r[2], r[3], lease_until, *r[4:]) for r in rows)
                 if len(rows) < room:
                     self._park(host_id, now)
         return out
@@ -287,6 +285,9 @@ class SqliteStore(SqliteFile):
                 "final_url": o.final_url if url == o.url else "",
                 "title": o.title,
                 "retried": 1 if o.retried and url == o.url else 0,
+                "fetch_interval": o.fetch_interval,
+                # Kept while the content is the same; a changed page's old SimHash would mislead dedup.
+                "simhash": signed64(o.simhash),
             },
         )
         db.execute(
@@ -411,7 +412,7 @@ class SqliteStore(SqliteFile):
                 return
             last = rows[-1][0]
             for row in rows:
-                yield _row_to_record(row[1:])
+                yield row_to_record(row[1:])
 
     def links(self) -> Iterator[LinkEdge]:
         """Stream every stored link, page by page in the order the pages were first known."""
@@ -433,21 +434,6 @@ class SqliteStore(SqliteFile):
             for _, page, stored in rows:
                 for to_url, anchor, kind, nofollow in decode_links(stored):
                     yield LinkEdge(page, to_url, anchor, kind, nofollow)
-
-    def set_scores(self, scores: Iterable[tuple[str, float, float]]) -> int:
-        """Set (url, score, priority) of known URLs (a batch job's ranking); returns how many were known."""
-        known = 0
-        batch: list[tuple[float, float, str]] = []
-        for url, score, priority in scores:
-            batch.append((score, priority, url))
-            if len(batch) >= 10_000:
-                known += self._set_scores(batch)
-                batch = []
-        return known + (self._set_scores(batch) if batch else 0)
-
-    def _set_scores(self, batch: list[tuple[float, float, str]]) -> int:
-        with self._tx() as db:
-            return db.executemany("UPDATE urls SET score = ?, priority = ? WHERE url = ?", batch).rowcount
 
     def host_stats(self) -> list[HostStats]:
         """Per host: (host, queued, fetched, errors); fetched counts FETCHED and NOT_MODIFIED."""
@@ -519,7 +505,7 @@ class SqliteStore(SqliteFile):
                 )
                 .fetchone()
             )
-        return None if row is None else _row_to_record(row)
+        return None if row is None else row_to_record(row)
 
     def get_meta(self, key: str) -> str | None:
         """A stored run-metadata value (seeds, config, start time), or None."""
