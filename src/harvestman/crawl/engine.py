@@ -15,7 +15,7 @@ from harvestman.crawl.pagelinks import outlinks, page_links
 from harvestman.crawl.robots_gate import RobotsGate
 from harvestman.crawl.seeding import store_seeds
 from harvestman.crawl.sinks import SinkContext, SinkFactory, SinkPipeline
-from harvestman.crawl.sitemaps import SITEMAP_ERROR, SitemapPage, sitemap_depths
+from harvestman.crawl.sitemaps import SITEMAP_ERROR, SitemapPage, lastmod_metadata, sitemap_depths
 from harvestman.crawl.stats import CrawlStats, WorkerSlot, finished_message
 from harvestman.fetch.fetcher import FOLLOW, Fetcher, HopVerdict
 from harvestman.fetch.transport import ACCEPT_ENCODING, CurlTransport, Transport, TransportSettings
@@ -133,6 +133,7 @@ class Crawler:
         # XML, a text sitemap, is read as one only when known here), and those waiting for a commit.
         self._sitemap_urls: set[str] = set()
         self._pending_sitemaps: list[NewUrl] = []
+        self._pending_lastmods: list[tuple[str, dict[str, str]]] = []  # {"lastmod": ...} of their URLs
 
     # ----- faces -----------------------------------------------------------------------------
 
@@ -379,6 +380,9 @@ class Crawler:
             new_urls.extend(self._pending_sitemaps)
             self._pending_sitemaps = []
         leased = frontier.complete(outcomes, now, new_urls, links=links, lease=max(lease, 0))
+        if self._pending_lastmods:  # after the commit that adds their URLs: only known URLs take them
+            lastmods, self._pending_lastmods = self._pending_lastmods, []
+            frontier.set_metadata(lastmods)
         journal.flush()
         return leased
 
@@ -455,6 +459,7 @@ class Crawler:
             if isinstance(parsed, SitemapPage):
                 new_urls = sitemap_depths(new_urls, parsed, leased.depth)
                 decision = self._read_sitemap(parsed, decision)
+                self._pending_lastmods.extend(lastmod_metadata(parsed.sitemap, hosts))
             if result.status:
                 run.warc.write(result, self._request_headers(headers), links, decision.outcome.signature)
             self._pending.append((decision.outcome, new_urls))

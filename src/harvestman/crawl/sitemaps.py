@@ -294,6 +294,16 @@ def sitemap_depths(new_urls: Iterable[NewUrl], page: SitemapPage, depth: int) ->
             if u.url in children else u for u in new_urls]
 
 
-def lastmods(sitemap: Sitemap) -> dict[str, float]:
-    """The `<lastmod>` of each entry that has one, by URL."""
-    return {e.url: e.lastmod for e in (*sitemap.pages, *sitemap.sitemaps) if e.lastmod is not None}
+def lastmod_text(epoch: float) -> str:
+    """Epoch seconds as the ISO 8601 UTC text kept in the crawl database (`2024-05-01T10:20:30Z`)."""
+    when = dt.datetime.fromtimestamp(epoch, dt.UTC)
+    text = when.isoformat(timespec="microseconds" if when.microsecond else "seconds")
+    return text.replace("+00:00", "Z")
+
+
+def lastmod_metadata(sitemap: Sitemap, followed: Iterable[str]) -> list[tuple[str, dict[str, str]]]:
+    """`{"lastmod": ...}` for each `followed` URL (those queued) whose entry has a `<lastmod>`, for
+    CrawlDb.set_metadata."""
+    wanted = set(followed)
+    return [(e.url, {"lastmod": lastmod_text(e.lastmod)})
+            for e in (*sitemap.pages, *sitemap.sitemaps) if e.lastmod is not None and e.url in wanted]
