@@ -210,6 +210,7 @@ def test_bad_xml_keeps_what_came_before_the_fault() -> None:
      "not a sitemap: the root element is <html>"),
     (b"<?xml version='1.0'?>", "bad XML"),
     (b"<", "bad XML"),
+    (b'<?xml version="1.0" encoding="UTF-4"?><urlset/>', "bad XML: unknown encoding"),  # found by fuzz
 ])
 def test_faults_are_problems_never_exceptions(doc: bytes, problem: str) -> None:
     found = parse_sitemap(doc, BASE)

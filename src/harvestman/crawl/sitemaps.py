@@ -216,7 +216,7 @@ def _parse_xml(data: bytes, base_url: str, max_urls: int, max_length: int) -> Si
                 root.clear()  # read as a stream: what has been taken is dropped
     except DefusedXmlException as exc:
         return found.result(f"refused: {type(exc).__name__} ({exc})"[:300])
-    except ParseError as exc:
+    except (ParseError, LookupError, ValueError) as exc:  # LookupError: an unknown encoding declared
         return found.result(f"bad XML: {exc}"[:300])
     if root is None:
         return found.result("bad XML: no root element")
