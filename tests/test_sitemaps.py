@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import gzip
 import time
@@ -10,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harvestman.crawl.robots_gate import RobotsGate
 from harvestman.crawl.sitemaps import (
     MAX_SITEMAP_BYTES,
     MAX_SITEMAP_URLS,
@@ -23,6 +25,7 @@ from harvestman.crawl.sitemaps import (
     sitemap_depths,
     sitemap_outlinks,
 )
+from harvestman.fetch.transport import MemoryTransport, make_response
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import ConfigError
 from harvestman.model.records import FetchResult, Link, LinkKind, NewUrl
@@ -328,3 +331,34 @@ def test_sitemaps_setting_is_checked() -> None:
     assert CrawlConfig(sitemaps="probe").links.sitemaps == "probe"
     with pytest.raises(ConfigError, match="sitemaps must be one of robots, probe, off"):
         CrawlConfig(sitemaps="always")
+
+
+# ----- robots.txt's Sitemap lines, and the probe -----------------------------------------------------
+
+
+@pytest.mark.parametrize(("mode", "obey", "expected"), [
+    ("robots", True, [("http://a.test/s.xml", "http://a.test/robots.txt"),
+                      ("https://cdn.test/s2.xml.gz", "http://a.test/robots.txt")]),
+    ("probe", True, [("http://a.test/s.xml", "http://a.test/robots.txt"),
+                     ("https://cdn.test/s2.xml.gz", "http://a.test/robots.txt"),
+                     ("http://a.test/sitemap.xml", "http://a.test/robots.txt")]),
+    ("off", True, []),
+    ("robots", False, []),  # robots.txt is not read: nothing names a sitemap
+    ("probe", False, [("http://a.test/sitemap.xml", "http://a.test/robots.txt")]),
+])
+def test_robots_gate_gives_each_origins_sitemaps_once(mode: str, obey: bool,
+                                                      expected: list[tuple[str, str]]) -> None:
+    robots = b"User-agent: *\nDisallow: /private/\nSitemap: http://a.test/s.xml\nSitemap: https://cdn.test/s2.xml.gz\n"
+    transport = MemoryTransport({"http://a.test/robots.txt": make_response("http://a.test/robots.txt", 200,
+                                                                            body=robots)})
+    cfg = CrawlConfig(obey_robots=obey, sitemaps=mode)
+    gate = RobotsGate(transport, cfg.robots, cfg.fetch, cfg.politeness, sitemaps=mode)
+
+    async def check_twice() -> list[tuple[str, str]]:
+        await gate.check("http://a.test/1")
+        first = gate.take_sitemaps()
+        await gate.check("http://a.test/2")
+        assert gate.take_sitemaps() == [] and gate.found_sitemaps == []
+        return first
+
+    assert asyncio.run(check_twice()) == expected
