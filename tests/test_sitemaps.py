@@ -292,23 +292,23 @@ def test_sitemap_outlinks_scope_depth_and_children() -> None:
            f'<sitemap><loc>http://other.test/child.xml</loc></sitemap></sitemapindex>').encode()
     links = CrawlConfig(max_depth=2).links
     scope = Scope(["http://a.test/"])
-    page, hosts = sitemap_outlinks(_result(doc), 2, links, scope, {})
+    page, hosts = sitemap_outlinks(_result(doc), 2, links, scope)
     assert isinstance(page, SitemapPage)
     assert hosts == {"http://a.test/child.xml": "a.test"}  # children followed at the deepest depth too
     assert page.children == frozenset(hosts)
     assert page.links == (Link("http://a.test/child.xml", LinkKind.SITEMAP),
                           Link("http://other.test/child.xml", LinkKind.SITEMAP))
     pages = urlset("http://a.test/p1", "http://other.test/p2")
-    assert sitemap_outlinks(_result(pages), 1, links, scope, {})[1] == {"http://a.test/p1": "a.test"}
-    assert sitemap_outlinks(_result(pages), 2, links, scope, {})[1] == {}  # pages would be too deep
+    assert sitemap_outlinks(_result(pages), 1, links, scope)[1] == {"http://a.test/p1": "a.test"}
+    assert sitemap_outlinks(_result(pages), 2, links, scope)[1] == {}  # pages would be too deep
     excluding = Scope(["http://a.test/"], exclude=["p1"])
-    assert sitemap_outlinks(_result(pages), 0, links, excluding, {})[1] == {}
+    assert sitemap_outlinks(_result(pages), 0, links, excluding)[1] == {}
 
 
 def test_sitemap_outlinks_records_a_truncated_body() -> None:
     result = FetchResult(BASE, BASE, status=200, content_type="application/xml",
                          body=urlset("http://a.test/1")[:40], truncated=True)
-    page, _ = sitemap_outlinks(result, 0, CrawlConfig().links, Scope([BASE]), {})
+    page, _ = sitemap_outlinks(result, 0, CrawlConfig().links, Scope([BASE]))
     assert page.sitemap.problem.startswith("body cut at max_size")
 
 

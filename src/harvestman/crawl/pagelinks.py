@@ -29,7 +29,7 @@ def outlinks(
     # Sitemaps: a membership test on an HTML page; a look at the root of any other (a SitemapPage).
     if settings.sitemaps != "off" and (as_sitemap or result.content_type not in HTML_TYPES) \
             and is_sitemap(result, as_sitemap):
-        return sitemap_outlinks(result, depth, settings, scope, follow)
+        return sitemap_outlinks(result, depth, settings, scope)
     if result.text is None or result.is_binary or result.content_type not in HTML_TYPES:
         return None, {}
     if not 200 <= result.status < 300:

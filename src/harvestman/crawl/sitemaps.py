@@ -262,10 +262,13 @@ def is_sitemap(result: FetchResult, as_sitemap: bool) -> bool:
     return as_sitemap and result.content_type not in ("text/html", "application/xhtml+xml")
 
 
-def sitemap_outlinks(result: FetchResult, depth: int, settings: LinkSettings, scope: Scope,
-                     follow: dict[str, tuple[str, str] | None]) -> tuple[SitemapPage, dict[str, str]]:
+def sitemap_outlinks(result: FetchResult, depth: int, settings: LinkSettings,
+                     scope: Scope) -> tuple[SitemapPage, dict[str, str]]:
     """A fetched sitemap at `depth`: its parse, and the URLs worth queueing with their hosts (pages
     in scope and not too deep, child sitemaps in scope)."""
+    # Not the crawl's cache of answers on links: a sitemap's URLs are each listed once, and 50,000
+    # of them would only push out the navigation links that cache is for.
+    follow: dict[str, tuple[str, str] | None] = {}
     sitemap = parse_sitemap(result.body, result.final_url, max_length=settings.max_url_length)
     if result.truncated:
         cut = f"body cut at max_size ({len(result.body)} bytes)"
