@@ -144,3 +144,9 @@ def test_max_depth_zero_reads_sitemaps_but_queues_no_pages(site: NginxServer, tm
     requested = _crawl(site, tmp_path / "out", "--max-depth", "0")
     assert site.url(A, "/maps/two.xml.gz") in requested  # child sitemaps keep the index's depth
     assert not {site.url(A, p) for p in HIDDEN} & requested
+
+
+def test_a_sitemap_on_another_host_is_followed_when_in_scope(site: NginxServer, tmp_path: Path) -> None:
+    requested = _crawl(site, tmp_path / "out", "--scope", "any")
+    assert {site.url(OUTSIDE, "/sitemap.xml"), site.url(OUTSIDE, "/only-here.html"),
+            site.url(OUTSIDE, "/elsewhere.html")} <= requested
