@@ -210,6 +210,9 @@ def test_the_demo_command_says_what_to_look_at(tmp_path: Path) -> None:
     assert f"{base}/private/ledger.html   gone (robots), 0 requests" in done.stdout
     assert f"{base}/missing.html   gone (http_404), 1 request" in done.stdout
     assert f"{base}/old-news.html   redirect_perm (HTTP 301), 1 request" in done.stdout
-    assert f"http://site-b.demo:{port.group(1)}/only-in-sitemap.html   not in the crawl" in done.stdout
+    # Only site-b's sitemap lists it; site-b's robots.txt names that sitemap.
+    site_b = f"http://site-b.demo:{port.group(1)}"
+    assert f"{site_b}/only-in-sitemap.html   fetched (HTTP 200), 1 request" in done.stdout
+    assert f"{site_b}/sitemap.xml|Success" in (out / "download.log").read_text()
     assert f"harvestman status {out}" in done.stdout and f"harvestman export {out}" in done.stdout
     assert f"{out / 'warc'}/" in done.stdout and list((out / "warc").glob("*.warc.gz"))

@@ -15,7 +15,7 @@ import pytest
 
 FUZZ_DIR = Path(__file__).resolve().parent.parent / "fuzz"
 # Runs per harness, about 2-5 s each on one core; a fixed -seed makes the runs the same every time.
-RUNS = {"urls": 20_000, "robots": 1_500, "parse": 5_000}
+RUNS = {"urls": 20_000, "robots": 1_500, "parse": 5_000, "sitemaps": 3_000}
 MAX_TOTAL_TIME = 15  # seconds: the cap on a slow machine, whichever of the two comes first
 
 pytestmark = pytest.mark.skipif(

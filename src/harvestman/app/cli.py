@@ -78,6 +78,11 @@ def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
         parser.add_argument(
             "--exclude", action="append", metavar="REGEX", help="never follow URLs matching REGEX"
         )
+        parser.add_argument(
+            "--sitemaps", choices=["robots", "probe", "off"],
+            help="read the sitemaps robots.txt names (robots, default), also /sitemap.xml on each "
+                 "host (probe), or none (off)",
+        )
     parser.add_argument("--concurrency", type=int, help="concurrent fetches in total (default 100)")
     parser.add_argument("--per-host", type=int, help="concurrent fetches per host (default 2)")
     parser.add_argument(

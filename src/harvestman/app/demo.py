@@ -81,7 +81,7 @@ DEMO_SIGHTS: tuple[DemoSight, ...] = (
     DemoSight("site-b.demo", "/", "site-b's robots.txt sets Crawl-delay: 0.1, so its fetches are spaced"),
     DemoSight("site-b.demo", "/posts/2023-12-lost.html", "a dead link from another site (site-c's events)"),
     DemoSight("site-b.demo", "/only-in-sitemap.html",
-              "listed only in site-b's sitemap.xml: the crawl follows links, not sitemaps"),
+              "listed only in site-b's sitemap.xml, which its robots.txt names: found through the sitemap"),
     DemoSight("site-a.demo", "/private/index.html",
               'linked only with rel="nofollow" (from site-c\'s FAQ), so not followed'),
 )

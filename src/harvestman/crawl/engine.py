@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import sys
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
@@ -14,6 +15,7 @@ from harvestman.crawl.pagelinks import outlinks, page_links
 from harvestman.crawl.robots_gate import RobotsGate
 from harvestman.crawl.seeding import store_seeds
 from harvestman.crawl.sinks import SinkContext, SinkFactory, SinkPipeline
+from harvestman.crawl.sitemaps import SITEMAP_ERROR, SitemapPage, lastmod_metadata, sitemap_depths
 from harvestman.crawl.stats import CrawlStats, WorkerSlot, finished_message
 from harvestman.fetch.fetcher import FOLLOW, Fetcher, HopVerdict
 from harvestman.fetch.transport import ACCEPT_ENCODING, CurlTransport, Transport, TransportSettings
@@ -42,7 +44,7 @@ from harvestman.policy.ordering import (
 from harvestman.policy.outcome import Decision, decide
 from harvestman.policy.politeness import FailureStreaks, breaker_pause
 from harvestman.policy.schedule import FetchSchedule, schedule_for, scheduled
-from harvestman.policy.scope import Scope
+from harvestman.policy.scope import Scope, followed_links
 from harvestman.store.factory import open_store, store_location
 from harvestman.store.frontier import Store
 from harvestman.store.journal import RunJournal
@@ -127,6 +129,11 @@ class Crawler:
         self._scorer = scorer
         self._rank = None if config.ordering == "bfs" and scorer is None else RANKS[config.ordering]
         self._schedule = schedule_for(config.links, schedule)
+        # Sitemaps (crawl/sitemaps.py): the URLs this process queued as sitemaps (one that is not
+        # XML, a text sitemap, is read as one only when known here), and those waiting for a commit.
+        self._sitemap_urls: set[str] = set()
+        self._pending_sitemaps: list[NewUrl] = []
+        self._pending_lastmods: list[tuple[str, dict[str, str]]] = []  # {"lastmod": ...} of their URLs
 
     # ----- faces -----------------------------------------------------------------------------
 
@@ -201,6 +208,7 @@ class Crawler:
                     self._politeness,
                     on_defer=lambda host, until, why: self._pause(frontier, host, until, why),
                     host_key=self._keys.key,
+                    sitemaps=self._links.sitemaps if cfg.follow_links else "off",
                 )
                 # The hop check reads `run`, bound below, only when a redirect is followed.
                 fetcher = Fetcher(transport, max_redirects=cfg.max_redirects,
@@ -362,13 +370,19 @@ class Crawler:
     ) -> list[LeasedUrl]:
         """Commit finished fetches with their outlinks and lease up to `lease` URLs, in one
         transaction (a transaction each cost more than the work in it); then their log lines."""
-        if not self._pending:
+        if not self._pending and not self._pending_sitemaps:
             return frontier.lease(lease, now) if lease > 0 else []
         batch, self._pending = self._pending, []
         links, self._pending_links = self._pending_links, []
         outcomes = [outcome for outcome, _ in batch]
         new_urls = [url for _, urls in batch for url in urls]
+        if self._pending_sitemaps:
+            new_urls.extend(self._pending_sitemaps)
+            self._pending_sitemaps = []
         leased = frontier.complete(outcomes, now, new_urls, links=links, lease=max(lease, 0))
+        if self._pending_lastmods:  # after the commit that adds their URLs: only known URLs take them
+            lastmods, self._pending_lastmods = self._pending_lastmods, []
+            frontier.set_metadata(lastmods)
         journal.flush()
         return leased
 
@@ -381,6 +395,8 @@ class Crawler:
             self._retry_done(leased.url)
         try:
             verdict = await run.robots.check(leased.url)
+            if run.robots.found_sitemaps:  # a robots.txt just read names sitemaps (or probe mode)
+                await self._queue_sitemaps(run, leased.depth)
             if verdict.deferred_until:
                 # robots.txt answered 429 or could not be read yet: hand the URL back untouched and
                 # let the host rest.
@@ -415,7 +431,8 @@ class Crawler:
                                              max_size=cfg.max_size, attempt=leased.retries + 1)
             parsed, hosts = (outlinks(result, leased.depth, self._links, run.scope, run.follow,
                                       with_text=run.on_page is not None or run.sinks is not None
-                                      or self._scorer is not None)
+                                      or self._scorer is not None,
+                                      as_sitemap=leased.url in self._sitemap_urls)
                              if cfg.follow_links else (None, {}))
             # The title from the parse the links needed anyway: no page is parsed for it alone.
             decision = decide(result, leased, time.time(), self._politeness,
@@ -439,6 +456,10 @@ class Crawler:
                 new_urls = [NewUrl(url, key(url, hosts[url]), depth, 0.0, leased.url, depth) for url in fresh]
             else:
                 new_urls = ranked_urls(self._rank, scores or {}, fresh, hosts, key, depth, leased.url)
+            if isinstance(parsed, SitemapPage):
+                new_urls = sitemap_depths(new_urls, parsed, leased.depth)
+                decision = self._read_sitemap(parsed, decision)
+                self._pending_lastmods.extend(lastmod_metadata(parsed.sitemap, hosts))
             if result.status:
                 run.warc.write(result, self._request_headers(headers), links, decision.outcome.signature)
             self._pending.append((decision.outcome, new_urls))
@@ -468,6 +489,33 @@ class Crawler:
                              error_class="internal", message=message))
         finally:
             self.stats.busy_hosts.discard(host)
+
+    async def _queue_sitemaps(self, run: _Run, depth: int) -> None:
+        """Queue the sitemaps robots.txt files named (or probed ones) as links of their robots.txt,
+        at the depth of the URL that had it read: normalized, in scope, fetched like any URL."""
+        for url, robots in run.robots.take_sitemaps():
+            found = followed_links((url,), run.scope, run.follow, max_length=self._links.max_url_length)
+            await self._keys.prepare(list(found))
+            for sitemap, host in found.items():
+                self._remember_sitemap(sitemap)
+                self._pending_sitemaps.append(
+                    NewUrl(sitemap, self._keys.key(sitemap, host), depth, 0.0, robots, float(depth)))
+
+    def _remember_sitemap(self, url: str) -> None:
+        if len(self._sitemap_urls) >= KNOWN_URLS:  # forgotten: an XML sitemap is still told by its root
+            self._sitemap_urls.clear()
+        self._sitemap_urls.add(url)
+
+    def _read_sitemap(self, page: SitemapPage, decision: Decision) -> Decision:
+        """Remember a sitemap's child sitemaps; a sitemap not read whole records why on its URL."""
+        for child in page.children:
+            self._remember_sitemap(child)
+        problem = page.sitemap.problem
+        if not problem or decision.outcome.error_class:
+            return decision
+        outcome = dataclasses.replace(decision.outcome, error_class=SITEMAP_ERROR,
+                                      error_message=problem[:500])
+        return dataclasses.replace(decision, outcome=outcome)
 
     def _account(self, decision: Decision, result: FetchResult, leased: LeasedUrl, run: _Run) -> None:
         """Count the result, pause its host if it asked for rest or keeps failing, log it."""

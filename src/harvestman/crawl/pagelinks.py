@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from harvestman.crawl.parse import parse_html
+from harvestman.crawl.sitemaps import is_sitemap, sitemap_outlinks
 from harvestman.model.config import LinkSettings
 from harvestman.model.records import FetchResult, PageLinks, ParsedPage
 from harvestman.policy.scope import Scope, followed_links
@@ -19,11 +20,16 @@ def outlinks(
     follow: dict[str, tuple[str, str] | None],
     *,
     with_text: bool,
+    as_sitemap: bool = False,
 ) -> tuple[ParsedPage | None, dict[str, str]]:
     """Parse an HTML page found at `depth`; the links worth queueing (normalized, in scope, not too
     deep), with their hosts. `follow` remembers verdicts on resolved links across pages;
     `with_text`: the page's text and anchor texts too, for a library consumer, a sink or a scorer
-    (the crawl itself stores raw bytes)."""
+    (the crawl itself stores raw bytes); `as_sitemap`: queued as a sitemap (crawl/sitemaps.py)."""
+    # Sitemaps: a membership test on an HTML page; a look at the root of any other (a SitemapPage).
+    if settings.sitemaps != "off" and (as_sitemap or result.content_type not in HTML_TYPES) \
+            and is_sitemap(result, as_sitemap):
+        return sitemap_outlinks(result, depth, settings, scope)
     if result.text is None or result.is_binary or result.content_type not in HTML_TYPES:
         return None, {}
     if not 200 <= result.status < 300:

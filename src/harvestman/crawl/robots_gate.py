@@ -58,9 +58,11 @@ class RobotsGate:
         on_defer: Callable[[str, float, str], None] | None = None,
         host_key: Callable[[str], str] | None = None,
         clock: Callable[[], float] | None = None,
+        sitemaps: str = "off",
     ) -> None:
         """`robots`: obey and trust; `fetch`: the user agent, deadline and headers of robots.txt
-        fetches; `politeness`: how often an unreachable robots.txt is asked for again (retries)."""
+        fetches; `politeness`: how often an unreachable robots.txt is asked for again (retries);
+        `sitemaps`: the links setting of that name, which sitemaps an origin gives the crawl."""
         self._obey = robots.obey_robots
         self._ttl = robots.robots_ttl
         self._agent = fetch.user_agent
@@ -78,10 +80,33 @@ class RobotsGate:
         self._on_defer = on_defer
         self._host_key = host_key or (lambda url: urlsplit(url).hostname or "")
         self._clock = clock or time.time
+        self._sitemaps = sitemaps
+        self._sitemap_origins: set[str] = set()  # origins whose sitemaps were given to the crawl
+        # Sitemap URLs found since the crawl last took them (take_sitemaps): robots.txt's Sitemap
+        # lines, and with "probe" each origin's /sitemap.xml; each with the robots.txt URL that led
+        # to it. Empty on most pages: one test a page.
+        self.found_sitemaps: list[tuple[str, str]] = []
+
+    def take_sitemaps(self) -> list[tuple[str, str]]:
+        """The (sitemap URL as written, robots.txt URL) found since the last call."""
+        found, self.found_sitemaps = self.found_sitemaps, []
+        return found
+
+    def _sitemaps_of(self, origin: str, named: tuple[str, ...]) -> None:
+        if self._sitemaps == "off" or origin in self._sitemap_origins:
+            return
+        self._sitemap_origins.add(origin)
+        robots = f"{origin}/robots.txt"
+        self.found_sitemaps.extend((url, robots) for url in named)
+        if self._sitemaps == "probe":
+            self.found_sitemaps.append((f"{origin}/sitemap.xml", robots))
 
     async def check(self, url: str) -> RobotsVerdict:
         """The verdict for `url` under its origin's robots.txt (fetched on first use)."""
         if not self._obey:
+            if self._sitemaps == "probe":  # no robots.txt read, but /sitemap.xml is still asked for
+                parts = urlsplit(url)
+                self._sitemaps_of(f"{parts.scheme}://{parts.netloc}", ())
             return RobotsVerdict(True)
         parts = urlsplit(url)
         origin = f"{parts.scheme}://{parts.netloc}"
@@ -135,6 +160,7 @@ class RobotsGate:
         self._attempts.pop(origin, None)
         self._failures.pop(origin, None)
         self._cache.put(origin, rules, now + min(ttl, self._ttl))
+        self._sitemaps_of(origin, rules.sitemaps)
 
     def _unreachable(self, origin: str, result: FetchResult, now: float) -> None:
         """Defer the host and try again, or after enough attempts fail its URLs with the cause."""

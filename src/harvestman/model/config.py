@@ -23,6 +23,7 @@ SCOPES = ("host", "domain", "any")
 HOST_KEYS = ("host", "domain", "ip")
 ORDERINGS = ("bfs", "dfs", "score")  # policy/ordering.py
 SCHEDULES = ("fixed", "adaptive")  # policy/schedule.py
+SITEMAP_MODES = ("robots", "probe", "off")  # crawl/sitemaps.py; docs/config.md
 DEFAULT_USER_AGENT = "harvestman/0.1 (+https://pypi.org/project/harvestman/)"
 # Distinct links kept per page. The index pages of documentation sites carry 13,000-17,000 (Python's
 # genindex-all.html), so 20,000 keeps them whole with room to spare, while bounding what one page
@@ -108,6 +109,7 @@ class LinkSettings:
     fetch_interval: float
     min_interval: float
     max_interval: float
+    sitemaps: str  # "robots", "probe" or "off" (crawl/sitemaps.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -194,6 +196,8 @@ class CrawlConfig:
     fetch_interval: float = 30 * 86400.0
     min_interval: float = 60.0
     max_interval: float = 365 * 86400.0
+    # Sitemaps read: "robots" (those robots.txt names), "probe" (also /sitemap.xml on each host), "off".
+    sitemaps: str = "robots"
     robots_ttl: float = 24 * 3600.0
     obey_robots: bool = True
     verify_tls: bool = True
@@ -286,6 +290,8 @@ def _validate(cfg: CrawlConfig) -> None:
         raise ConfigError(f"scope must be one of {', '.join(SCOPES)}, got {cfg.scope!r}")
     if cfg.ordering not in ORDERINGS:
         raise ConfigError(f"ordering must be one of {', '.join(ORDERINGS)}, got {cfg.ordering!r}")
+    if cfg.sitemaps not in SITEMAP_MODES:
+        raise ConfigError(f"sitemaps must be one of {', '.join(SITEMAP_MODES)}, got {cfg.sitemaps!r}")
     if cfg.host_key not in HOST_KEYS:
         raise ConfigError(f"host_key must be one of {', '.join(HOST_KEYS)}, got {cfg.host_key!r}")
     for pattern in (*cfg.include, *cfg.exclude):

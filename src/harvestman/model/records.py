@@ -147,6 +147,7 @@ class LinkKind(enum.Enum):
     ALTERNATE = "alternate"
     NEXT = "next"
     META_REFRESH = "meta_refresh"
+    SITEMAP = "sitemap"  # a <loc> of a sitemap: a page it lists, or a child sitemap of an index
 
 
 class Link(NamedTuple):
