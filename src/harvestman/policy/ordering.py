@@ -52,7 +52,14 @@ RANKS: dict[str, Callable[[int, float], float]] = {
     "bfs": by_depth,
     "dfs": deeper_first,
     "score": best_score_first,
+    # Scores from a batch job (harvestman rank stores indegree or PageRank) or from online OPIC:
+    # higher first, as "score".
+    "indegree": best_score_first,
+    "opic": best_score_first,
+    "pagerank": best_score_first,
 }
+# Orderings by a score a rank job stores in the crawl database (its meta "score_source").
+RANKED_ORDERINGS = ("indegree", "pagerank")
 
 
 def check_ordering(ordering: str, scorer: LinkScorer | None) -> None:

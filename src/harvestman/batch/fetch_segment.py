@@ -1,0 +1,85 @@
+"""fetch: fetch a segment's URLs with the crawl engine, every politeness rule kept, parsing as it
+goes (Nutch's fetcher.parse): WARC and the pages' links into the segment, no new URL queued."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from harvestman.batch import segments
+from harvestman.crawl.job import CrawlJob, JobStatus
+from harvestman.crawl.workers import NO_POLICIES, Policies
+from harvestman.model.config import CrawlConfig
+from harvestman.model.errors import ConfigError
+
+# The cycle fetches every fetched URL again after this long (Nutch's db.fetch.interval.default).
+# TODO(merge): the `fetch_interval` setting (policy/schedule.py's adaptive schedule) replaces it.
+FETCH_INTERVAL = 30 * 86400.0
+
+
+def cycle_interval(cfg: CrawlConfig) -> float:
+    """Seconds after a fetch that the cycle schedules the next one: `revisit_after`, else 30 days."""
+    return cfg.revisit_after or FETCH_INTERVAL
+
+
+def segment_config(segment: Path, cfg: CrawlConfig) -> CrawlConfig:
+    """The engine's settings for fetching `segment`: its folder and store, the crawl's other settings.
+
+    A resumed run (the segment's store holds its seeds), links parsed and stored but none followed
+    (max_depth 0: the fetch list is the whole of the work), and every fetch scheduled again.
+    """
+    return cfg.replace(out_dir=segment, db="", seeds=(), resume=True, follow_links=True, max_depth=0,
+                       max_pages=0, revisit_after=cycle_interval(cfg))
+
+
+@dataclass(frozen=True, slots=True)
+class FetchedSegment:
+    """What a segment fetch did: the segment, the run's counters, whether the segment is done."""
+
+    segment: Path
+    status: JobStatus | None  # None when it was done already
+    done: bool
+
+
+class SegmentFetch:
+    """One fetch of a segment in the background (a CrawlJob over the segment's store): `start`,
+    `stop`, `wait`. A run that ends by itself marks the segment fetched; one stopped (or killed)
+    leaves it to be continued by another fetch."""
+
+    def __init__(self, segment: Path, cfg: CrawlConfig, policies: Policies = NO_POLICIES) -> None:
+        if segments.done(segment, "merged"):
+            raise ConfigError(f"segment {segment.name} was merged into the crawl database already: "
+                              "generate a new one")
+        self.segment = segment
+        self.config = segment_config(segment, cfg)
+        self.job = CrawlJob(self.config, policies=policies)
+        self._stopped = threading.Event()
+
+    def start(self) -> None:
+        """Start fetching in the background."""
+        self.job.start()
+
+    def stop(self, *, abandon: bool = False) -> None:
+        """Stop after the fetches in flight (or, `abandon`, drop them); the segment stays unfinished."""
+        self._stopped.set()
+        self.job.stop(abandon=abandon)
+
+    def wait(self) -> FetchedSegment:
+        """Wait for the run to end; what it did (the job's error raised)."""
+        status = self.job.result()
+        finished = not self._stopped.is_set()
+        if finished:
+            segments.mark(self.segment, "fetched")
+        return FetchedSegment(self.segment, status, finished)
+
+
+def fetch_segment(folder: Path, cfg: CrawlConfig, segment: str | Path | None = None,
+                  policies: Policies = NO_POLICIES) -> FetchedSegment:
+    """Fetch a segment of the crawl in `folder` (the latest by default), or continue its fetch."""
+    path = segments.find_segment(folder, str(segment) if segment else None)
+    if segments.done(path, "fetched"):
+        return FetchedSegment(path, None, True)
+    run = SegmentFetch(path, cfg, policies)
+    run.start()
+    return run.wait()
