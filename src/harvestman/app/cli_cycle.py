@@ -175,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"fetched segment {path.name}: {fetched.status.fetched if fetched.status else 0} pages")
         return EXIT_OK
     if command == "parse":
-        pages = parse_segment(args.dir, cfg, args.segment)
+        pages = parse_segment(args.dir, cfg.links, args.segment)
         print(f"parsed {pages} pages with links")
         return EXIT_OK
     if command == "updatedb":

@@ -14,7 +14,7 @@ from harvestman.batch.inject import inject
 from harvestman.batch.seeds import SeedLine
 from harvestman.batch.updatedb import Merged, updatedb
 from harvestman.model.config import CrawlConfig
-from harvestman.model.errors import ConfigError
+from harvestman.model.errors import ConfigError, FrontierError
 from harvestman.store.factory import is_postgres, sqlite_path, store_location
 
 # What runs a segment's fetch: the library's own by default; the CLI passes one with a progress
@@ -65,7 +65,7 @@ def crawl_exists(folder: Path, db: str) -> bool:
         return False
     try:
         open_crawl_store(folder, db, read_only=True).close()
-    except ConfigError:
+    except (ConfigError, FrontierError):  # a PostgreSQL database with no crawl schema yet
         return False
     return True
 

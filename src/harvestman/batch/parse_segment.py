@@ -13,7 +13,7 @@ from harvestman.batch import segments
 from harvestman.crawl.pagelinks import HTML_TYPES, page_links
 from harvestman.crawl.parse import parse_html
 from harvestman.fetch.content import decode_text, detect_charset, media_type
-from harvestman.model.config import CrawlConfig
+from harvestman.model.config import LinkSettings
 from harvestman.model.errors import ConfigError, StorageError
 from harvestman.model.records import PageLinks
 from harvestman.store.sqlite_store import SqliteStore
@@ -84,7 +84,7 @@ def warc_responses(warc_dir: Path) -> Iterator[WarcResponse]:
             raise StorageError(f"cannot read the WARC file {path}: {exc}") from None
 
 
-def parse_segment(folder: Path, cfg: CrawlConfig, segment: str | Path | None = None) -> int:
+def parse_segment(folder: Path, links: LinkSettings, segment: str | Path | None = None) -> int:
     """Parse a fetched segment's HTML responses again and replace the links stored for them (before
     its updatedb); how many pages had links."""
     path = segments.find_segment(folder, str(segment) if segment else None)
@@ -101,7 +101,7 @@ def parse_segment(folder: Path, cfg: CrawlConfig, segment: str | Path | None = N
                 continue
             charset, _ = detect_charset(response.body, ctype)
             parsed = parse_html(decode_text(response.body, charset), response.url,
-                                max_links=cfg.max_outlinks, with_text=False, anchors=cfg.link_anchors)
+                                max_links=links.max_outlinks, with_text=False, anchors=links.link_anchors)
             if not parsed.links:
                 continue
             batch.append(page_links(response.requested_url, parsed))

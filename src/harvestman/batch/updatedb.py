@@ -48,12 +48,15 @@ class Merged:
 
 def outcome_of(rec: UrlRecord, generated: UrlRecord) -> FetchOutcome:
     """The fetch outcome a segment's row reports for its URL."""
+    interval = rec.fetch_interval
+    if not interval and rec.state != UrlState.UNFETCHED and rec.next_fetch_time > rec.fetch_time > 0:
+        interval = rec.next_fetch_time - rec.fetch_time  # the schedule's interval, when it kept none
     return FetchOutcome(
         rec.url, rec.state, rec.fetch_time, rec.next_fetch_time, rec.http_status, rec.error_class,
         rec.error_message, rec.signature, rec.etag, rec.last_modified, rec.content_type, rec.body_size,
         rec.wire_bytes, retried=rec.retries > generated.retries,
         final_url="" if rec.final_url in ("", rec.url) else rec.final_url, title=rec.title,
-        fetch_interval=rec.fetch_interval, simhash=rec.simhash)
+        fetch_interval=interval, simhash=rec.simhash)
 
 
 def _untouched(rec: UrlRecord | None, generated: UrlRecord) -> bool:
