@@ -503,3 +503,10 @@ def test_add_scores_adds_to_known_urls_only(make: Maker) -> None:
     assert f.get("http://a.test/1").score == 1.5  # type: ignore[union-attr]
     assert f.get("http://a.test/2").score == 1.0  # type: ignore[union-attr]
     assert f.get("http://nowhere.test/") is None
+
+
+def test_a_lease_carries_the_url_s_score(make: Maker) -> None:
+    f = make()
+    f.add([nu("http://a.test/1", score=2.5)])
+    [leased] = f.lease(1, T0)
+    assert leased.score == 2.5

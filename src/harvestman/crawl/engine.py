@@ -37,6 +37,7 @@ from harvestman.policy.ordering import (
     LinkScorer,
     check_ordering,
     link_scores,
+    opic_shares,
     ranked_urls,
 )
 from harvestman.policy.outcome import Decision, decide
@@ -126,6 +127,8 @@ class Crawler:
         # (bfs, no scorer, no re-visits), whose page path then stays as it was: no call per link.
         self._scorer = scorer
         self._rank = None if config.ordering == "bfs" and scorer is None else RANKS[config.ordering]
+        # Online OPIC (opt-in, ordering "opic"): a page's score split over its new links.
+        self._opic = config.ordering == "opic"
         self._schedule = schedule_for(config.revisit_after, schedule)
 
     # ----- faces -----------------------------------------------------------------------------
@@ -432,6 +435,8 @@ class Crawler:
             # Scored before the await below: another page's parse may clear run.follow meanwhile.
             scores = None if self._scorer is None else link_scores(
                 self._scorer, CrawledPage(result, parsed, leased.depth, tuple(links)), set(fresh), run.follow)
+            if self._opic and links:
+                scores = opic_shares(leased.score, links, fresh, scores)
             await self._keys.prepare(fresh)
             depth = leased.depth + 1
             key = self._keys.key

@@ -89,6 +89,18 @@ def link_scores(scorer: LinkScorer, page: CrawledPage, wanted: Collection[str],
     return scores
 
 
+def opic_shares(cash: float, links: Sequence[str], fresh: Collection[str],
+                scores: Mapping[str, float] | None = None) -> dict[str, float]:
+    """Online OPIC in the continuous crawl: a page's `cash` (its score) split equally over its
+    distinct followed `links`, given to those new to the crawl (`fresh`) as their score, added to a
+    link scorer's `scores` if any. (The crawl cycle's updatedb adds the shares to known URLs too.)"""
+    share = cash / len(links) if links else 0.0
+    out = dict(scores or {})
+    for url in fresh:
+        out[url] = out.get(url, 0.0) + share
+    return out
+
+
 def ranked_urls(rank: Callable[[int, float], float], scores: Mapping[str, float], fresh: Sequence[str],
                 hosts: Mapping[str, str], key: Callable[[str, str], str], depth: int,
                 parent: str) -> list[NewUrl]:

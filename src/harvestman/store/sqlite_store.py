@@ -183,7 +183,8 @@ class SqliteStore(SqliteBulk):
                 if room <= 0:
                     break
                 rows = db.execute(
-                    "SELECT id, url, depth, retries, etag, last_modified, signature, fetch_interval FROM urls"
+                    "SELECT id, url, depth, retries, etag, last_modified, signature, fetch_interval, score"
+                    " FROM urls"
                     " WHERE host_id = ? AND queued = 1 AND next_fetch_time <= ? AND lease_until = 0"
                     " ORDER BY priority, id LIMIT ?",
                     (host_id, now, room),
