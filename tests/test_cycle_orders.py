@@ -35,7 +35,7 @@ def test_generate_orders_by_opic_scores_and_by_a_rank_s_only_once_it_ran(tmp_pat
     seg = generate(out, cfg, top_n=4, order="opic")
     assert seg is not None
     assert [r.score for r in read_fetchlist(seg)] == [8.0, 7.0, 6.0, 5.0]
-    with pytest.raises(ConfigError, match="run harvestman rank .* --algorithm pagerank first"):
+    with pytest.raises(ConfigError, match=r"run harvestman rank .* --algorithm pagerank first"):
         generate(out, cfg, top_n=4, order="pagerank")
     store = SqliteStore(out / "crawl.db", host_of=lambda u: u.split("/")[2])
     store.set_scores([(f"http://h{i % 3}.test/p{i}", 10.0 - i, i - 10.0) for i in range(9)])
