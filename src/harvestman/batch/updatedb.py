@@ -15,6 +15,7 @@ into it (meta "merged_segments"), so the second merge of the shares cannot doubl
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from collections import defaultdict
@@ -24,15 +25,27 @@ from pathlib import Path
 
 from harvestman.batch import segments
 from harvestman.batch.crawldir import open_crawl_store, stored_seeds
+from harvestman.batch.fetch_segment import cycle_schedule
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import ConfigError
-from harvestman.model.records import FetchOutcome, Link, LinkEdge, NewUrl, PageLinks, UrlRecord, UrlState
+from harvestman.model.records import (
+    FetchOutcome,
+    LeasedUrl,
+    Link,
+    LinkEdge,
+    NewUrl,
+    PageLinks,
+    UrlRecord,
+    UrlState,
+)
 from harvestman.net.hostkeys import HostKeys
 from harvestman.policy.ordering import RANKS
+from harvestman.policy.schedule import FetchSchedule
 from harvestman.policy.scope import Scope, followed_links
 from harvestman.store.sqlite_store import SqliteStore
 
 MERGED_KEY = "merged_segments"
+NOT_REVISITED = ("robots", "host_budget")  # refused before a fetch (crawl/engine.py _finish_refused)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,15 +61,28 @@ class Merged:
 
 def outcome_of(rec: UrlRecord, generated: UrlRecord) -> FetchOutcome:
     """The fetch outcome a segment's row reports for its URL."""
-    interval = rec.fetch_interval
-    if not interval and rec.state != UrlState.UNFETCHED and rec.next_fetch_time > rec.fetch_time > 0:
-        interval = rec.next_fetch_time - rec.fetch_time  # the schedule's interval, when it kept none
     return FetchOutcome(
         rec.url, rec.state, rec.fetch_time, rec.next_fetch_time, rec.http_status, rec.error_class,
         rec.error_message, rec.signature, rec.etag, rec.last_modified, rec.content_type, rec.body_size,
         rec.wire_bytes, retried=rec.retries > generated.retries,
         final_url="" if rec.final_url in ("", rec.url) else rec.final_url, title=rec.title,
-        fetch_interval=interval, simhash=rec.simhash)
+        fetch_interval=rec.fetch_interval, simhash=rec.simhash)
+
+
+def scheduled_outcome(outcome: FetchOutcome, generated: UrlRecord, schedule: FetchSchedule) -> FetchOutcome:
+    """`outcome` with its next fetch time and interval from `schedule`, when its fetch ended (a retry
+    keeps its time; a URL refused by robots.txt or a host's budget is not re-visited, as in the
+    continuous crawl). The schedule sees what the crawl knew before: signature, validators, interval."""
+    if outcome.state == UrlState.UNFETCHED or outcome.error_class in NOT_REVISITED:
+        return outcome
+    g = generated
+    before = LeasedUrl(g.url, g.host, g.depth, g.retries, 0.0, g.etag, g.last_modified, g.signature,
+                       g.fetch_interval, g.score)
+    due = schedule(outcome, before)
+    if not due > 0:
+        return outcome
+    interval = max(due - outcome.fetch_time, 0.0)
+    return dataclasses.replace(outcome, next_fetch_time=due, fetch_interval=interval)
 
 
 def _untouched(rec: UrlRecord | None, generated: UrlRecord) -> bool:
@@ -76,8 +102,9 @@ def _pages(edges: Iterable[LinkEdge]) -> dict[str, list[Link]]:
 
 
 def updatedb(folder: Path, cfg: CrawlConfig, segment: str | Path | None = None, *,
-             now: float | None = None) -> Merged:
-    """Merge a fetched segment of the crawl in `folder` (the latest by default) into its database."""
+             now: float | None = None, schedule: FetchSchedule | None = None) -> Merged:
+    """Merge a fetched segment of the crawl in `folder` (the latest by default) into its database;
+    `schedule` sets when fetched URLs are due again (default: every `cycle_interval`)."""
     path = segments.find_segment(folder, str(segment) if segment else None)
     segments.require(path, "fetched", "updatedb")
     now = time.time() if now is None else now
@@ -96,6 +123,7 @@ def updatedb(folder: Path, cfg: CrawlConfig, segment: str | Path | None = None, 
             raise ConfigError(f"segment {path.name} was merged into the crawl database already")
         outcomes: list[FetchOutcome] = []
         released = 0
+        when = cycle_schedule(cfg, schedule)
         for url, gen in generated.items():
             rec = rows[url]
             if rec is None or _untouched(rec, gen):
@@ -103,7 +131,7 @@ def updatedb(folder: Path, cfg: CrawlConfig, segment: str | Path | None = None, 
                 released += 1
                 outcomes.append(outcome_of(gen, gen))
             else:
-                outcomes.append(outcome_of(rec, gen))
+                outcomes.append(scheduled_outcome(outcome_of(rec, gen), gen, when))
         scope = Scope(stored_seeds(store), cfg.scope, cfg.include, cfg.exclude)
         answers: dict[str, tuple[str, str] | None] = {}
         shares: dict[str, float] = defaultdict(float)
