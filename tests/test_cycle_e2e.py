@@ -142,3 +142,26 @@ def test_export_urls_shows_the_cycle_columns(tmp_path: Path) -> None:
     assert seed["signature"] and seed["next_fetch_time"] and seed["fetch_interval"] == 30 * 86400.0
     assert seed["score"] >= 1.0  # 1.0 injected, plus the cash of pages linking back to it
     assert any(r["score"] > 0 and r["depth"] == 1 for r in rows)
+
+
+def test_a_due_url_is_fetched_again_conditionally_with_what_the_last_fetch_recorded(tmp_path: Path) -> None:
+    server, spec = _serve(tmp_path, pages=3)
+    out = tmp_path / "out"
+    seed = spec.seeds[0]
+    with server:
+        # Stored with the crawl: every fetched URL is due again a second after its fetch.
+        ok("inject", str(out), seed, *NET, "--workers", "1", "--revisit-after", "1")
+        ok("generate", str(out), "--top-n", "1")
+        ok("fetch", str(out), "-q")
+        ok("updatedb", str(out))
+        time.sleep(1.2)
+        ok("generate", str(out), "--top-n", "100")
+        segment = segments_dir(out) / segment_ids(out)[-1]
+        rows = {r["url"]: r for r in map(json.loads, (segment / "fetchlist.jsonl").read_text().splitlines())}
+        assert rows[seed]["etag"] and rows[seed]["signature"]  # the segment knows the last fetch
+        ok("fetch", str(out), "-q")
+        ok("updatedb", str(out))
+        answers = [e.status for e in server.requests() if e.uri == "/"]
+    assert answers == [200, 304]
+    one = json.loads(ok("readdb", str(out), "--url", seed))
+    assert one["state"] == "not_modified" and one["signature"] and one["fetch_interval"] == 1.0
