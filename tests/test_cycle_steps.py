@@ -146,6 +146,20 @@ def test_steps_generate_capped_fetch_politely_parse_again_and_merge_with_opic(tm
     for url in spec.disallowed & outlinks:
         assert rows[url]["error_class"] == "robots"
     assert all(rows[u]["state"] in ("fetched", "gone") for u in outlinks)
+    # OPIC, known URLs too: each page fetched in rounds 2 and 3 gave its score at generate time (its
+    # share of the seed's) equally to its distinct links but itself; the seed got shares back.
+    expected = {u: 0.0 for u in rows}
+    expected[seed] = 1.0
+    first_share = 1.0 / len(outlinks)
+    for url in outlinks:
+        expected[url] += first_share
+    for page in outlinks:
+        if rows[page]["state"] != "fetched":
+            continue
+        targets = set(spec.links[page]) - {page}
+        for url in targets:
+            expected[url] += first_share / len(targets)
+    assert {u: pytest.approx(x) for u, x in expected.items()} == {u: r["score"] for u, r in rows.items()}
 
 
 def test_readdb_stats_url_and_dump(tmp_path: Path) -> None:
