@@ -160,7 +160,10 @@ def test_sections_carry_the_checked_values() -> None:
 
 # Where a CrawlConfig may be handed whole: the places that build the crawler's parts from it.
 WHOLE_CONFIG_ALLOWED = {"model/config.py", "crawl/engine.py", "crawl/download.py", "crawl/workers.py",
-                        "crawl/job.py", "crawl/seeding.py", "app/cli.py", "app/demo.py", "__init__.py"}
+                        "crawl/job.py", "crawl/seeding.py", "app/cli.py", "app/demo.py", "__init__.py",
+                        # The crawl cycle's steps: each builds a step's parts (store, scope, engine run).
+                        "batch/crawldir.py", "batch/inject.py", "batch/generate.py", "batch/fetch_segment.py",
+                        "batch/updatedb.py", "batch/cycle.py", "app/cli_cycle.py"}
 
 
 def test_only_the_builders_see_the_whole_config() -> None:

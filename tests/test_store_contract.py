@@ -491,3 +491,22 @@ def test_set_duplicates_replaces_the_previous_marks(make: Maker) -> None:
     assert states == {urls[0]: (UrlState.FETCHED, ""), urls[1]: (UrlState.FETCHED, ""),
                       urls[2]: (UrlState.FETCHED, ""), urls[3]: (UrlState.DUPLICATE, urls[2])}
     assert f.counts()[UrlState.DUPLICATE] == 1 and f.counts()[UrlState.FETCHED] == 3
+
+
+def test_add_scores_adds_to_known_urls_only(make: Maker) -> None:
+    f = make()
+    f.add([nu("http://a.test/1", score=1.0), nu("http://a.test/2")])
+    assert f.add_scores([("http://a.test/1", 0.5), ("http://a.test/2", 0.25),
+                         ("http://nowhere.test/", 9.0)]) == 2
+    # The same URL twice in one call gets both amounts (a page linked from two pages).
+    f.add_scores([("http://a.test/2", 0.25), ("http://a.test/2", 0.5)])
+    assert f.get("http://a.test/1").score == 1.5  # type: ignore[union-attr]
+    assert f.get("http://a.test/2").score == 1.0  # type: ignore[union-attr]
+    assert f.get("http://nowhere.test/") is None
+
+
+def test_a_lease_carries_the_url_s_score(make: Maker) -> None:
+    f = make()
+    f.add([nu("http://a.test/1", score=2.5)])
+    [leased] = f.lease(1, T0)
+    assert leased.score == 2.5

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harvestman import __version__
+from harvestman.app import cli_cycle
 from harvestman.app.progress import ProgressDisplay, print_summary
 from harvestman.app.report import EXPORT_FORMATS, EXPORT_WHAT, crawl_report, export_records
 from harvestman.app.seeds import check_seeds, run_verdict
@@ -71,9 +72,10 @@ def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
             "--include", action="append", metavar="REGEX", help="only follow URLs matching REGEX"
         )
         parser.add_argument(
-            "--ordering", choices=["bfs", "dfs", "score"],
-            help="order of each host's queue: shallower first (bfs, default), deeper first (dfs), or "
-                 "by a link scorer's score (score: Python API only)",
+            "--ordering", "--order", choices=["bfs", "dfs", "score", "indegree", "opic", "pagerank"],
+            help="order of each host's queue: shallower first (bfs, default), deeper first (dfs), "
+                 "by a link scorer's score (score: Python API only), by the scores harvestman rank "
+                 "stored (indegree, pagerank), or by online OPIC (opic)",
         )
         parser.add_argument(
             "--exclude", action="append", metavar="REGEX", help="never follow URLs matching REGEX"
@@ -144,7 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="harvestman", description="A polite, resumable, fast web crawler.")
     parser.add_argument("--version", action="version", version=f"harvestman {__version__}")
     commands = parser.add_subparsers(dest="command", required=True)
-    _crawl_options(commands.add_parser("crawl", help="crawl from seed URLs, following links"), follow=True)
+    crawl = commands.add_parser("crawl", help="crawl from seed URLs, following links")
+    _crawl_options(crawl, follow=True)
+    cli_cycle.add_crawl_options(crawl)
     _crawl_options(
         commands.add_parser("download", help="fetch a list of URLs without following links"), follow=False
     )
@@ -184,6 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
     worker.add_argument("--quiet", "-q", action="store_true", default=None, help="no progress display")
     worker.add_argument("--log-json", action="store_true", default=None,
                         help="print every event as a JSON line")
+    cli_cycle.add_commands(commands)
     demo = commands.add_parser("demo", help="serve the bundled demo site on loopback and crawl it")
     demo.add_argument(
         "--out", "-o", type=Path, metavar="DIR", help="output folder (default: a new temporary one)"
@@ -366,8 +371,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
+        if args.command == "crawl" and args.rounds is not None:
+            return cli_cycle.run_rounds(args)
+        if args.command in cli_cycle.COMMANDS:
+            return cli_cycle.run(args)
         if args.command in ("crawl", "download"):
-            return run_crawl(config_from_args(args, follow=args.command == "crawl"))
+            cfg = config_from_args(args, follow=args.command == "crawl")
+            cli_cycle.check_crawl_order(cfg)
+            return run_crawl(cfg)
         if args.command == "worker":
             return run_crawl(worker_config(args), join=True)
         if args.command == "status":

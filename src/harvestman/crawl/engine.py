@@ -39,6 +39,7 @@ from harvestman.policy.ordering import (
     LinkScorer,
     check_ordering,
     link_scores,
+    opic_shares,
     ranked_urls,
 )
 from harvestman.policy.outcome import Decision, decide
@@ -134,6 +135,8 @@ class Crawler:
         self._sitemap_urls: set[str] = set()
         self._pending_sitemaps: list[NewUrl] = []
         self._pending_lastmods: list[tuple[str, dict[str, str]]] = []  # {"lastmod": ...} of their URLs
+        # Online OPIC (opt-in, ordering "opic"): a page's score split over its new links.
+        self._opic = config.ordering == "opic"
 
     # ----- faces -----------------------------------------------------------------------------
 
@@ -449,6 +452,8 @@ class Crawler:
             # Scored before the await below: another page's parse may clear run.follow meanwhile.
             scores = None if self._scorer is None else link_scores(
                 self._scorer, CrawledPage(result, parsed, leased.depth, tuple(links)), set(fresh), run.follow)
+            if self._opic and links:
+                scores = opic_shares(leased.score, links, fresh, scores)
             await self._keys.prepare(fresh)
             depth = leased.depth + 1
             key = self._keys.key

@@ -21,7 +21,7 @@ from harvestman.model.errors import ConfigError
 
 SCOPES = ("host", "domain", "any")
 HOST_KEYS = ("host", "domain", "ip")
-ORDERINGS = ("bfs", "dfs", "score")  # policy/ordering.py
+ORDERINGS = ("bfs", "dfs", "score", "indegree", "opic", "pagerank")  # policy/ordering.py
 SCHEDULES = ("fixed", "adaptive")  # policy/schedule.py
 SITEMAP_MODES = ("robots", "probe", "off")  # crawl/sitemaps.py; docs/config.md
 DEFAULT_USER_AGENT = "harvestman/0.1 (+https://pypi.org/project/harvestman/)"
@@ -120,6 +120,7 @@ class StorageSettings:
     warc_max_bytes: int
     lease_seconds: float
     db: str  # the crawl database: '' for out_dir/crawl.db
+    segment_expiry: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,6 +209,9 @@ class CrawlConfig:
     warc_max_bytes: int = 1024 * 1024 * 1024
     lease_seconds: float = 300.0
     db: str = ""  # the crawl database: '' for OUT_DIR/crawl.db, a path, sqlite:///PATH or postgresql://...
+    # Seconds the URLs of a generated segment are held (not generated or leased again) unless its
+    # updatedb reports them first (Nutch's crawl.gen.delay).
+    segment_expiry: float = 7 * 86400.0
     quiet: bool = False
     log_json: bool = False
     extra_headers: tuple[tuple[str, str], ...] = field(default=())
@@ -277,6 +281,7 @@ def _validate(cfg: CrawlConfig) -> None:
     positive("max_redirects", cfg.max_redirects, allow_zero=True)
     positive("warc_max_bytes", cfg.warc_max_bytes)
     positive("lease_seconds", cfg.lease_seconds)
+    positive("segment_expiry", cfg.segment_expiry)
     positive("max_wait", cfg.max_wait, allow_zero=True)
     positive("revisit_after", cfg.revisit_after, allow_zero=True)
     for name in ("fetch_interval", "min_interval", "max_interval"):

@@ -230,6 +230,7 @@ class LeasedUrl:
     last_modified: str = ""
     signature: str = ""  # the last fetch's content signature ('' before one)
     fetch_interval: float = 0.0  # the fetch schedule's current interval for the URL (0: none yet)
+    score: float = 0.0  # the URL's score (online OPIC splits it over the page's new links)
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,7 +52,14 @@ RANKS: dict[str, Callable[[int, float], float]] = {
     "bfs": by_depth,
     "dfs": deeper_first,
     "score": best_score_first,
+    # Scores from a batch job (harvestman rank stores indegree or PageRank) or from online OPIC:
+    # higher first, as "score".
+    "indegree": best_score_first,
+    "opic": best_score_first,
+    "pagerank": best_score_first,
 }
+# Orderings by a score a rank job stores in the crawl database (its meta "score_source").
+RANKED_ORDERINGS = ("indegree", "pagerank")
 
 
 def check_ordering(ordering: str, scorer: LinkScorer | None) -> None:
@@ -80,6 +87,18 @@ def link_scores(scorer: LinkScorer, page: CrawledPage, wanted: Collection[str],
         if target[0] not in scores or score > scores[target[0]]:
             scores[target[0]] = score
     return scores
+
+
+def opic_shares(cash: float, links: Sequence[str], fresh: Collection[str],
+                scores: Mapping[str, float] | None = None) -> dict[str, float]:
+    """Online OPIC in the continuous crawl: a page's `cash` (its score) split equally over its
+    distinct followed `links`, given to those new to the crawl (`fresh`) as their score, added to a
+    link scorer's `scores` if any. (The crawl cycle's updatedb adds the shares to known URLs too.)"""
+    share = cash / len(links) if links else 0.0
+    out = dict(scores or {})
+    for url in fresh:
+        out[url] = out.get(url, 0.0) + share
+    return out
 
 
 def ranked_urls(rank: Callable[[int, float], float], scores: Mapping[str, float], fresh: Sequence[str],

@@ -168,6 +168,11 @@ class CrawlDb(Protocol):
         """Set (url, 64-bit SimHash) of known URLs; returns how many were known."""
         ...
 
+    def add_scores(self, items: Iterable[tuple[str, float]]) -> int:
+        """Add (url, amount) to the score of known URLs (OPIC's cash, a URL given twice gets both);
+        returns how many rows were updated."""
+        ...
+
     def set_inlinks(self, items: Iterable[tuple[str, int]]) -> int:
         """Replace every URL's inlink count (those not given get 0); returns how many were known."""
         ...

@@ -125,7 +125,8 @@ class PostgresStore(PostgresDb):
             taken: dict[int, tuple[int, float]] = {}  # host id -> (URLs leased, its delay)
             park: list[int] = []
             # Rows come host by host in lease order, a host without a URL once with url NULL.
-            for host_id, name, room, delay, url, depth, retries, etag, last_modified, sig, interval in rows:
+            for (host_id, name, room, delay, url, depth, retries, etag, last_modified, sig, interval,
+                 score) in rows:
                 if host_id not in taken:
                     if want <= 0:
                         break  # the hosts after the last one leased from stay as they are
@@ -139,7 +140,7 @@ class PostgresStore(PostgresDb):
                     taken[host_id] = (taken[host_id][0] + 1, delay)
                     want -= 1
                     out.append(LeasedUrl(url, name, depth, retries, lease_until, etag, last_modified, sig,
-                                          interval))
+                                          interval, score))
             busy = [(h, n, d) for h, (n, d) in taken.items() if n]
             if busy:
                 conn.execute(

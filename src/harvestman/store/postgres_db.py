@@ -224,6 +224,16 @@ class PostgresDb:
             " WHERE u.url = v.url",
             lambda b: ([x[0] for x in b], [float(x[1]) for x in b], [float(x[2]) for x in b]))
 
+    def add_scores(self, items: Iterable[tuple[str, float]]) -> int:
+        """Add (url, amount) to the score of known URLs; returns how many rows were updated."""
+        # Summed per URL first: an UPDATE ... FROM applies one joined row a target row, not all.
+        return self._update_batches(
+            items,
+            "UPDATE urls u SET score = u.score + v.amount FROM (SELECT url, SUM(amount) AS amount"
+            " FROM unnest(%s::text[], %s::float8[]) AS x(url, amount) GROUP BY url) v"
+            " WHERE u.url = v.url",
+            lambda b: ([x[0] for x in b], [float(x[1]) for x in b]))
+
     def set_simhashes(self, items: Iterable[tuple[str, int]]) -> int:
         """Set (url, 64-bit SimHash) of known URLs; returns how many were known."""
         return self._update_batches(

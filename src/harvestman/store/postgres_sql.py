@@ -132,10 +132,10 @@ WITH h AS (
 ), leased AS (
     UPDATE urls SET lease_until = %(until)s FROM due WHERE urls.id = due.id AND due.n <= %(want)s
     RETURNING urls.host_id, urls.url, urls.depth, urls.retries, urls.etag, urls.last_modified,
-        urls.signature, urls.fetch_interval, urls.priority, urls.id
+        urls.signature, urls.fetch_interval, urls.priority, urls.id, urls.score
 )
 SELECT h.id, h.name, h.room, h.delay, l.url, l.depth, l.retries, l.etag, l.last_modified, l.signature,
-    l.fetch_interval
+    l.fetch_interval, l.score
 FROM h LEFT JOIN leased l ON l.host_id = h.id
 ORDER BY h.ready_at, h.id, l.priority, l.id
 """

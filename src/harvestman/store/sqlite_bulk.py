@@ -34,6 +34,15 @@ class SqliteBulk(SqliteFile):
                                         [(s, p, u) for u, s, p in batch]).rowcount
         return known
 
+    def add_scores(self, items: Iterable[tuple[str, float]]) -> int:
+        """Add (url, amount) to the score of known URLs; returns how many rows were updated."""
+        known = 0
+        for batch in _batches(items):
+            with self._tx() as db:
+                known += db.executemany("UPDATE urls SET score = score + ? WHERE url = ?",
+                                        [(float(a), u) for u, a in batch]).rowcount
+        return known
+
     def set_simhashes(self, items: Iterable[tuple[str, int]]) -> int:
         """Set (url, 64-bit SimHash) of known URLs; returns how many were known."""
         known = 0

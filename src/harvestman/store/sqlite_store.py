@@ -30,6 +30,12 @@ _UNKNOWN_URLS = "SELECT value FROM json_each(?) WHERE value NOT IN (SELECT url F
 _INSERT_URL = (
     "INSERT OR IGNORE INTO urls(url, host_id, depth, score, parent, priority) VALUES (?, ?, ?, ?, ?, ?)"
 )
+_PUT_RECORD = (
+    "INSERT OR IGNORE INTO urls(url, host_id, state, depth, retries, score, parent, fetch_time,"
+    " next_fetch_time, http_status, error_class, error_message, signature, etag, last_modified,"
+    " content_type, body_size, wire_bytes, final_url, title, priority, queued, simhash, duplicate_of,"
+    " fetch_interval, inlinks, metadata) VALUES (" + ", ".join("?" * 27) + ")"
+)
 _WRITE_OUTCOME = """
 UPDATE urls SET state = :state, fetch_time = :fetch_time, next_fetch_time = :next_fetch_time,
     http_status = :http_status, error_class = :error_class, error_message = :error_message,
@@ -127,6 +133,23 @@ class SqliteStore(SqliteBulk):
         rows = [(u.url, ids[u.host], u.depth, u.score, u.parent, u.priority) for u in fresh]
         return self._db.executemany(_INSERT_URL, rows).rowcount
 
+    def put_records(self, records: Sequence[UrlRecord], *, queued: bool = True) -> int:
+        """Insert whole rows, as another store holds them (a segment's fetch list: validators,
+        signature, interval, retries kept, so that re-fetches are conditional and schedules see the
+        last fetch); `queued` rows are leasable from their next fetch time, the others only known.
+        Known URLs stay as they are; returns how many were new."""
+        if not records:
+            return 0
+        with self._tx() as db:
+            ids = self._host_ids({r.host for r in records})
+            rows = [(r.url, ids[r.host], int(r.state), r.depth, r.retries, r.score, r.parent, r.fetch_time,
+                     r.next_fetch_time, r.http_status, r.error_class, r.error_message, r.signature, r.etag,
+                     r.last_modified, r.content_type, r.body_size, r.wire_bytes,
+                     "" if r.final_url == r.url else r.final_url, r.title, float(r.depth), int(queued),
+                     signed64(r.simhash), r.duplicate_of, r.fetch_interval, r.inlinks, r.metadata)
+                    for r in records]
+            return db.executemany(_PUT_RECORD, rows).rowcount
+
     def lease(self, limit: int, now: float) -> list[LeasedUrl]:
         """Hand out up to `limit` due URLs from ready hosts, honouring per-host concurrency and delay."""
         if limit <= 0:
@@ -160,7 +183,8 @@ class SqliteStore(SqliteBulk):
                 if room <= 0:
                     break
                 rows = db.execute(
-                    "SELECT id, url, depth, retries, etag, last_modified, signature, fetch_interval FROM urls"
+                    "SELECT id, url, depth, retries, etag, last_modified, signature, fetch_interval, score"
+                    " FROM urls"
                     " WHERE host_id = ? AND queued = 1 AND next_fetch_time <= ? AND lease_until = 0"
                     " ORDER BY priority, id LIMIT ?",
                     (host_id, now, room),

@@ -1,0 +1,275 @@
+"""The crawl cycle's commands (inject, generate, fetch, parse, updatedb, readdb) and `crawl --rounds`.
+
+Each step takes the crawl's folder DIR (or `--db URL`) and reads the settings stored with the crawl
+by `inject`; the setting options given to a step override them for that step only (to `inject`,
+they are stored).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harvestman.batch.crawldir import load_config
+from harvestman.batch.cycle import crawl_exists, run_cycle
+from harvestman.batch.fetch_segment import FetchedSegment, SegmentFetch
+from harvestman.batch.generate import ORDERS, check_score_source, generate
+from harvestman.batch.inject import inject
+from harvestman.batch.parse_segment import parse_segment
+from harvestman.batch.readdb import DUMP_FORMATS, dump, stats, url_info
+from harvestman.batch.seeds import SeedLine, parse_seed_lines, read_seed_file
+from harvestman.batch.updatedb import updatedb
+from harvestman.model.config import CrawlConfig, config_from_mapping, load_toml
+from harvestman.model.errors import EXIT_FAILED, EXIT_OK, ConfigError
+from harvestman.policy.ordering import RANKED_ORDERINGS
+
+COMMANDS = ("inject", "generate", "fetch", "parse", "updatedb", "readdb")
+DB_HELP = "the crawl database (default DIR/crawl.db): a path, sqlite:///PATH or postgresql://USER@HOST/DB"
+_RENAMES = {"ignore_robots": "obey_robots", "insecure": "verify_tls"}
+_NOT_SETTINGS = frozenset({"db", "seeds", "out_dir", "resume", "max_pages"})
+
+
+def _settings_options(parser: argparse.ArgumentParser) -> None:
+    """The crawl's settings a step may be given (stored by inject, overriding for the others)."""
+    parser.add_argument("dir", type=Path, metavar="DIR", help="the crawl's folder")
+    parser.add_argument("--db", metavar="URL", default="", help=DB_HELP)
+    parser.add_argument("--config", type=Path, metavar="TOML", help="read settings from a TOML file")
+    add = parser.add_argument
+    add("--scope", choices=["host", "domain", "any"], help="which links to follow (default host)")
+    add("--include", action="append", metavar="REGEX", help="only follow URLs matching REGEX")
+    add("--exclude", action="append", metavar="REGEX", help="never follow URLs matching REGEX")
+    add("--max-depth", type=int, help="follow links at most D hops from a seed (default 25)")
+    add("--concurrency", type=int, help="concurrent fetches in total (default 100)")
+    add("--per-host", type=int, help="concurrent fetches per host (default 2)")
+    add("--workers", type=int, metavar="N", help="worker processes of a fetch (default 0: one per core)")
+    add("--delay", type=float, metavar="SECONDS", help="minimum delay between fetches of a host")
+    add("--retries", type=int, help="retries of a failed fetch (default 3)")
+    add("--timeout", type=float, metavar="SECONDS", help="total time allowed per fetch (default 60)")
+    add("--max-wait", type=float, metavar="SECONDS", help="end a fetch when all it has left waits longer")
+    add("--revisit-after", type=float, metavar="SECONDS",
+        help="fetch each URL again SECONDS after each fetch (default for the cycle: 30 days)")
+    add("--segment-expiry", type=float, metavar="SECONDS",
+        help="how long a segment holds its URLs unless merged (default 604800: 7 days)")
+    add("--max-pages-per-host", type=int, metavar="N", help="pages of one host in one fetch")
+    add("--max-size", type=int, metavar="BYTES", help="truncate bodies beyond BYTES (default 10 MiB)")
+    add("--user-agent", help="User-Agent header and robots.txt product token")
+    add("--resolve", action="append", metavar="HOST:PORT:ADDR", help="pin a host name to an address")
+    add("--allow-net", action="append", metavar="CIDR",
+        help="allow connections to this private/loopback range (repeatable)")
+    add("--host-key", choices=["host", "domain", "ip"], help="what a politeness queue is keyed by")
+    add("--ignore-robots", action="store_true", default=None, help="do not obey robots.txt")
+    add("--insecure", action="store_true", default=None, help="do not verify TLS certificates")
+    add("--link-anchors", action="store_true", default=None, help="keep anchor texts in the link graph")
+    add("--quiet", "-q", action="store_true", default=None, help="no progress display")
+    add("--fetch-interval", type=float, metavar="SECONDS",
+        help="fetch each URL again after SECONDS (default 2592000: 30 days)")
+    add("--schedule", choices=("fixed", "adaptive"),
+        help="keep each URL's interval, or adapt it to how often its page changes (default fixed)")
+
+
+def add_commands(commands: Any) -> None:
+    """Add the cycle's commands to the `harvestman` command's subparsers."""
+    p = commands.add_parser("inject", help="add seed URLs (Nutch's seed lines: URL<TAB>score=N<TAB>k=v)")
+    _settings_options(p)
+    p.add_argument("urls", nargs="*", metavar="URL", help="seed URLs (or lines of a seed file)")
+    p.add_argument("-i", "--input", action="append", default=[], metavar="SEEDS",
+                   help="read seeds from a file")
+    p.add_argument("--order", choices=ORDERS, dest="ordering", help="the crawl's default generate order")
+    p = commands.add_parser("generate", help="select the URLs that are due into a new segment")
+    _settings_options(p)
+    p.add_argument("--top-n", type=int, required=True, metavar="N", help="at most N URLs")
+    p.add_argument("--max-per-host", type=int, default=0, metavar="M", help="at most M URLs a host")
+    p.add_argument("--order", choices=ORDERS, help="best first by (default: the crawl's ordering, bfs)")
+    for name, what in (("fetch", "fetch a segment (the latest by default), or continue fetching it"),
+                       ("parse", "parse a fetched segment's pages again from its WARC files"),
+                       ("updatedb", "merge a fetched segment into the crawl database")):
+        p = commands.add_parser(name, help=what)
+        _settings_options(p)
+        p.add_argument("segment", nargs="?", metavar="SEGMENT", help="a segment id (default: the latest)")
+    p = commands.add_parser("readdb", help="the crawl database, link database and segments")
+    p.add_argument("dir", type=Path, metavar="DIR", help="the crawl's folder")
+    p.add_argument("--db", metavar="URL", default="", help=DB_HELP)
+    what = p.add_mutually_exclusive_group(required=True)
+    what.add_argument("--stats", action="store_true", help="figures: URLs by state, scores, links, segments")
+    what.add_argument("--url", metavar="URL", help="one URL's row, its outlinks and inlinks")
+    what.add_argument("--dump", action="store_true", help="write crawldb, linkdb and segments files")
+    p.add_argument("--format", choices=DUMP_FORMATS, default="jsonl", help="--dump's format")
+    p.add_argument("--output", type=Path, metavar="FOLDER", help="--dump's folder (default DIR/readdb)")
+
+
+def add_crawl_options(parser: argparse.ArgumentParser) -> None:
+    """`crawl`'s options that run the cycle instead of the continuous crawl."""
+    parser.add_argument("--rounds", type=int, metavar="R",
+                        help="run the crawl cycle: inject, (generate, fetch, updatedb) x R, then the jobs")
+    parser.add_argument("--top-n", type=int, metavar="N", help="with --rounds: URLs a round (required)")
+    parser.add_argument("--max-per-host", type=int, default=0, metavar="M",
+                        help="with --rounds: at most M URLs of a host a round")
+
+
+def overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings given as options (and in --config), by their CrawlConfig names."""
+    values: dict[str, Any] = load_toml(args.config) if getattr(args, "config", None) else {}
+    fields = CrawlConfig.__dataclass_fields__
+    for key, value in vars(args).items():
+        target = _RENAMES.get(key, key)
+        if value is None or target not in fields or target in _NOT_SETTINGS:
+            continue
+        values[target] = not value if key in _RENAMES else value
+    for name in _NOT_SETTINGS:
+        values.pop(name, None)
+    return values
+
+
+def step_config(args: argparse.Namespace) -> CrawlConfig:
+    """The stored settings of the crawl in args.dir, with this step's options on top."""
+    return load_config(args.dir, args.db, overrides(args))
+
+
+def _seeds(urls: list[str], files: list[str], cfg: CrawlConfig) -> list[SeedLine]:
+    seeds = parse_seed_lines(urls, max_length=cfg.max_url_length)
+    for path in files:
+        seeds.extend(read_seed_file(Path(path), max_length=cfg.max_url_length))
+    return seeds
+
+
+def _new_or_stored(folder: Path, db: str, values: dict[str, Any]) -> CrawlConfig:
+    if crawl_exists(folder, db):
+        return load_config(folder, db, values)
+    return config_from_mapping({**values, "out_dir": folder, "db": db})
+
+
+def _say(args: argparse.Namespace, line: str) -> None:
+    print(line, file=sys.stderr if getattr(args, "quiet", None) else sys.stdout)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run one of the cycle's commands; the exit status (errors raised as HarvestmanError)."""
+    command = args.command
+    if command == "inject":
+        cfg = _new_or_stored(args.dir, args.db, overrides(args))
+        seeds = _seeds(args.urls, args.input, cfg)
+        done = inject(args.dir, seeds, cfg)
+        print(f"injected {done.added} new URLs ({done.known} known already) into {args.dir}")
+        return EXIT_OK
+    if command == "readdb":
+        return _readdb(args)
+    cfg = step_config(args)
+    if command == "generate":
+        segment = generate(args.dir, cfg, top_n=args.top_n, max_per_host=args.max_per_host, order=args.order)
+        print(f"generated segment {segment.name}" if segment else "nothing to generate: no URL is due")
+        return EXIT_OK
+    if command == "fetch":
+        from harvestman.batch import segments
+
+        path = segments.find_segment(args.dir, args.segment)
+        if segments.done(path, "fetched"):
+            print(f"segment {path.name} is fetched already")
+            return EXIT_OK
+        fetched = fetch_with_display(args.dir, cfg, path)
+        if not fetched.done:
+            print(f"harvestman: fetch of segment {path.name} stopped; run harvestman fetch again to go on",
+                  file=sys.stderr)
+            return EXIT_FAILED
+        print(f"fetched segment {path.name}: {fetched.status.fetched if fetched.status else 0} pages")
+        return EXIT_OK
+    if command == "parse":
+        pages = parse_segment(args.dir, cfg.links, args.segment)
+        print(f"parsed {pages} pages with links")
+        return EXIT_OK
+    if command == "updatedb":
+        merged = updatedb(args.dir, cfg, args.segment)
+        print(f"merged segment {merged.segment.name}: {merged.fetched} fetched, {merged.new_urls} new URLs, "
+              f"{merged.released} not fetched (due again)")
+        return EXIT_OK
+    raise ConfigError(f"unknown command {command!r}")
+
+
+def _readdb(args: argparse.Namespace) -> int:
+    if args.stats:
+        print(json.dumps(stats(args.dir, args.db), indent=2))
+    elif args.url:
+        print(json.dumps(url_info(args.dir, args.url, args.db), indent=2, ensure_ascii=False))
+    else:
+        written = dump(args.dir, args.db, fmt=args.format, output=args.output)
+        out = args.output or Path(args.dir) / "readdb"
+        print(", ".join(f"{n} {name} rows" for name, n in written.items()) + f" written to {out}")
+    return EXIT_OK
+
+
+def fetch_with_display(folder: Path, cfg: CrawlConfig, segment: Path) -> FetchedSegment:
+    """Fetch a segment with a progress display; Ctrl-C (or SIGTERM) stops it, resumable."""
+    from harvestman.app.progress import ProgressDisplay
+
+    run_ = SegmentFetch(segment, cfg)
+    signals = [0]
+
+    def on_signal(_sig: int, _frame: object) -> None:
+        signals[0] += 1
+        run_.stop(abandon=signals[0] > 1)
+
+    previous: dict[int, Callable[..., Any] | int | None] = {
+        sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        run_.start()
+        if cfg.quiet or cfg.log_json:
+            run_.job.wait()
+        else:
+            with ProgressDisplay(run_.job.stats):
+                run_.job.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return run_.wait()
+
+
+def check_crawl_order(cfg: CrawlConfig) -> None:
+    """Refuse a continuous crawl ordered by scores a rank job has not stored (--order pagerank)."""
+    if cfg.ordering not in RANKED_ORDERINGS:
+        return
+    folder = Path(cfg.out_dir)
+    if not crawl_exists(folder, cfg.db):
+        raise ConfigError(f"--order {cfg.ordering} orders by the scores `harvestman rank` stores: crawl "
+                          f"first, then run harvestman rank {folder} --algorithm {cfg.ordering}")
+    from harvestman.batch.crawldir import open_crawl_store
+
+    store = open_crawl_store(folder, cfg.db, read_only=True)
+    try:
+        check_score_source(store, cfg.ordering, folder)
+    finally:
+        store.close()
+
+
+def run_rounds(args: argparse.Namespace) -> int:
+    """`harvestman crawl [SEED...] --out DIR --rounds R --top-n N`: the crawl cycle."""
+    if args.top_n is None:
+        raise ConfigError("--rounds needs --top-n N: how many URLs a round fetches")
+    folder = Path(args.out)
+    values = overrides(args)
+    cfg = _new_or_stored(folder, args.db or "", values)
+    seeds = _seeds(args.urls, args.input, cfg)
+    started = time.time()
+
+    def on_round(number: int, segment: Path | None) -> None:
+        if not cfg.quiet:
+            what = f"segment {segment.name}" if segment else "nothing due: the rounds end"
+            print(f"round {number}/{args.rounds}: {what}", file=sys.stderr)
+
+    report = run_cycle(folder, cfg, seeds=seeds, rounds=args.rounds, top_n=args.top_n,
+                       max_per_host=args.max_per_host, order=None,
+                       fetch=fetch_with_display, on_round=on_round)
+    fetched = sum(r.fetched.status.fetched for r in report.rounds if r.fetched.status)
+    new = sum(r.merged.new_urls for r in report.rounds)
+    then = f"; then {', '.join(report.post_steps)}" if report.post_steps else ""
+    print(f"{len(report.rounds)} rounds: {fetched} pages fetched, {new} new URLs, "
+          f"{time.time() - started:.1f} s{then}")
+    if report.stopped:
+        print("harvestman: a fetch was stopped; harvestman fetch and updatedb go on from there",
+              file=sys.stderr)
+        return EXIT_FAILED
+    return EXIT_OK

@@ -1,0 +1,149 @@
+"""readdb: what a crawl holds, as Nutch's readdb (the crawl database), readlinkdb (the link graph)
+and readseg (the segments) show it: statistics, one URL, or everything dumped."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from harvestman.batch import segments
+from harvestman.batch.crawldir import open_crawl_store
+from harvestman.batch.generate import score_source
+from harvestman.model.errors import ConfigError, InvalidUrlError
+from harvestman.model.records import UrlRecord
+from harvestman.net.urls import normalize
+from harvestman.store.frontier import CrawlDb
+from harvestman.store.sqlite_store import SqliteStore
+
+DUMP_FORMATS = ("jsonl", "parquet")
+
+
+def record_row(record: UrlRecord) -> dict[str, Any]:
+    """A crawl database row as JSON-ready values (the state by name, metadata as an object)."""
+    row = dataclasses.asdict(record)
+    row["state"] = record.state.name.lower()
+    row["metadata"] = json.loads(record.metadata) if record.metadata else None
+    return row
+
+
+def segment_info(segment: Path) -> dict[str, Any]:
+    """A segment's steps done and sizes."""
+    info: dict[str, Any] = {"segment": segment.name,
+                            "steps": [s for s in segments.STEPS if segments.done(segment, s)]}
+    with open(segment / segments.FETCHLIST, encoding="utf-8") as lines:
+        info["generated_urls"] = sum(1 for _ in lines)
+    warc = segment / "warc"
+    info["warc_bytes"] = sum(p.stat().st_size for p in warc.iterdir()) if warc.is_dir() else 0
+    return info
+
+
+def _open(folder: Path, db: str) -> CrawlDb:
+    return open_crawl_store(folder, db, read_only=True)
+
+
+def stats(folder: Path, db: str = "") -> dict[str, Any]:
+    """The crawl's figures: URLs by state, scores, hosts, links, segments."""
+    store = _open(folder, db)
+    try:
+        counts = store.counts()
+        total = sum(counts.values())
+        scores = [r.score for r in store.records()]
+        links = sum(1 for _ in store.links())
+        hosts = len(store.host_stats())
+        source = score_source(store)
+    finally:
+        store.close()
+    return {
+        "urls": total,
+        "states": {state.name.lower(): n for state, n in counts.items()},
+        "hosts": hosts,
+        "score_source": source,
+        "score_min": min(scores) if scores else 0.0,
+        "score_max": max(scores) if scores else 0.0,
+        "score_avg": sum(scores) / len(scores) if scores else 0.0,
+        "links": links,
+        "segments": [segment_info(segments.segments_dir(folder) / s) for s in segments.segment_ids(folder)],
+    }
+
+
+def url_info(folder: Path, url: str, db: str = "") -> dict[str, Any]:
+    """One URL's row, with its outlinks and the pages linking to it (the link graph's view)."""
+    try:
+        key = normalize(url)
+    except InvalidUrlError as exc:
+        raise ConfigError(f"bad URL {url[:200]!r}: {exc}") from None
+    store = _open(folder, db)
+    try:
+        record = store.get(key)
+        if record is None:
+            raise ConfigError(f"{key} is not in the crawl database")
+        out, into = [], []
+        for edge in store.links():
+            if edge.from_url == key:
+                out.append(edge.to_url)
+            if edge.to_url == key:
+                into.append(edge.from_url)
+    finally:
+        store.close()
+    return {**record_row(record), "outlinks": out, "inlinks_from": into}
+
+
+def _segment_rows(folder: Path) -> Iterator[dict[str, Any]]:
+    for name in segments.segment_ids(folder):
+        path = segments.segments_dir(folder) / name
+        fetched: dict[str, UrlRecord] = {}
+        if (path / segments.STORE).is_file():
+            seg = SqliteStore.open_read_only(path / segments.STORE)
+            try:
+                fetched = {r.url: r for r in seg.records()}
+            finally:
+                seg.close()
+        for generated in segments.read_fetchlist(path):
+            now = fetched.get(generated.url, generated)
+            yield {"segment": name, "url": generated.url, "generated_state": generated.state.name.lower(),
+                   "state": now.state.name.lower(), "http_status": now.http_status,
+                   "fetch_time": now.fetch_time, "signature": now.signature}
+
+
+def dump(folder: Path, db: str = "", *, fmt: str = "jsonl", output: Path | None = None) -> dict[str, int]:
+    """Write the crawl database, the link graph and the segments' URLs to `output` (a folder,
+    DIR/readdb by default) as crawldb.FMT, linkdb.FMT and segments.FMT; rows written per file."""
+    if fmt not in DUMP_FORMATS:
+        raise ConfigError(f"--format must be one of {', '.join(DUMP_FORMATS)}, got {fmt!r}")
+    out = output or Path(folder) / "readdb"
+    out.mkdir(parents=True, exist_ok=True)
+    store = _open(folder, db)
+    written: dict[str, int] = {}
+    try:
+        written["crawldb"] = _write(out / f"crawldb.{fmt}", map(record_row, store.records()), fmt)
+        edges = ({"from_url": e.from_url, "to_url": e.to_url, "anchor": e.anchor, "kind": e.kind.value,
+                  "nofollow": e.nofollow} for e in store.links())
+        written["linkdb"] = _write(out / f"linkdb.{fmt}", edges, fmt)
+    finally:
+        store.close()
+    written["segments"] = _write(out / f"segments.{fmt}", _segment_rows(folder), fmt)
+    return written
+
+
+def _write(path: Path, rows: Iterator[dict[str, Any]], fmt: str) -> int:
+    if fmt == "jsonl":
+        count = 0
+        with open(path, "w", encoding="utf-8") as out:
+            for row in rows:
+                out.write(json.dumps(row, ensure_ascii=False) + "\n")
+                count += 1
+        return count
+    import pyarrow as pa  # heavy: imported for a Parquet dump only
+    import pyarrow.parquet as pq
+
+    items = list(rows)
+    for row in items:
+        if row.get("metadata") is not None:
+            row["metadata"] = json.dumps(row["metadata"], ensure_ascii=False)
+        if "simhash" in row:
+            row["simhash"] = str(row["simhash"])  # unsigned 64-bit: Arrow would infer int64
+    pq.write_table(pa.Table.from_pylist(items), str(path))
+    return len(items)
