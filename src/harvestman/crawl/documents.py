@@ -21,7 +21,7 @@ from harvestman.model.records import FetchResult, Link, LinkKind, ParsedPage
 FEED_TYPES = frozenset({"application/rss+xml", "application/atom+xml", "application/rdf+xml"})
 # Served as plain XML, a feed is told by its root element; other XML (a sitemap) is left alone.
 XML_TYPES = frozenset({"text/xml", "application/xml"})
-FEED_ROOTS = frozenset({"rss", "feed", "rdf"})
+FEED_ROOTS = frozenset({b"rss", b"feed", b"rdf"})
 PDF_TYPES = frozenset({"application/pdf"})
 MAX_TEXT = 1 << 20  # characters of text kept from a document (a page's text is for scorers and sinks)
 # The prolog before a root element: the XML declaration, comments, processing instructions and a
