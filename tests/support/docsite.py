@@ -11,7 +11,8 @@ from tests.support.pdfgen import make_pdf
 def page(title: str, *links: str) -> str:
     """A small HTML page with `links`."""
     anchors = "".join(f'<a href="{link}">{link}</a>\n' for link in links)
-    return f"<!doctype html><html><head><title>{title}</title></head><body><p>{title}</p>{anchors}</body></html>\n"
+    head = f"<!doctype html><html><head><title>{title}</title></head>"
+    return f"{head}<body><p>{title}</p>{anchors}</body></html>\n"
 
 
 def write_doc_site(root: Path, base: str) -> dict[str, str]:
