@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-# Session ids in the path (;jsessionid=...) or the query (sid=, sessionid=, PHPSESSID=, ...).
-_SESSION = re.compile(r";jsessionid=|[?&](?:sid|sessionid|session_id|phpsessid|jsessionid)=", re.IGNORECASE)
+# harvestman's normalizer already strips the common session parameters (jsessionid, PHPSESSID, sid,
+# ...); this catches session tokens it cannot know: a /session/TOKEN/ path segment, a long hex `s=`.
+_SESSION = re.compile(r"/(?:session|sess|sid)/[0-9a-z]{12,}/|[?&]s=[0-9a-f]{16,}(?:&|$)", re.IGNORECASE)
 # Calendars: a /calendar/ path, a date query, or a /YYYY/MM/ path (endless "next month" links).
 _CALENDAR = re.compile(r"/calendar/|[?&](?:date|month|year)=|/(?:19|20)\d\d/\d\d?/", re.IGNORECASE)
 
