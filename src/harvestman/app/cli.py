@@ -17,6 +17,7 @@ from harvestman.app.progress import ProgressDisplay, print_summary
 from harvestman.app.report import EXPORT_FORMATS, EXPORT_WHAT, crawl_report, export_records
 from harvestman.app.seeds import check_seeds, run_verdict
 from harvestman.crawl.job import CrawlJob
+from harvestman.crawl.plugins import load_plugins, with_plugin_scorer
 from harvestman.crawl.stats import CrawlStats, deferred_note
 from harvestman.crawl.workers import NO_POLICIES, Policies
 from harvestman.model.config import CrawlConfig, config_from_mapping, load_toml
@@ -135,6 +136,10 @@ def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
         "--insecure", action="store_true", default=None, help="do not verify TLS certificates"
     )
     parser.add_argument("--resume", action="store_true", default=None, help="continue the crawl in DIR")
+    parser.add_argument(
+        "--plugin", action="append", dest="plugins", metavar="NAME",
+        help="run the installed plugin NAME (an entry point; repeatable; see docs/plugins.md)",
+    )
     parser.add_argument("--quiet", "-q", action="store_true", default=None, help="no progress display")
     parser.add_argument(
         "--log-json", action="store_true", default=None, help="print every event as a JSON line"
@@ -314,7 +319,8 @@ def run_crawl(cfg: CrawlConfig, policies: Policies = NO_POLICIES, *, join: bool 
     `policies`: a link scorer and a fetch schedule, for every process of the crawl. With `join`,
     work on a crawl started elsewhere (its seeds are not given again).
     """
-    check_ordering(cfg.ordering, policies.scorer)
+    # Plugins load here first, so that an unknown or broken one is refused before anything starts.
+    check_ordering(cfg.ordering, with_plugin_scorer(policies.scorer, load_plugins(cfg.plugins)))
     if join:
         out = Path(cfg.out_dir)
         if out.exists() and not out.is_dir():

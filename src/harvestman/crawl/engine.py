@@ -11,7 +11,9 @@ from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Seque
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harvestman.crawl.documents import document_parsers
 from harvestman.crawl.pagelinks import outlinks, page_links
+from harvestman.crawl.plugins import load_plugins, with_plugin_scorer
 from harvestman.crawl.robots_gate import RobotsGate
 from harvestman.crawl.seeding import store_seeds
 from harvestman.crawl.sinks import SinkContext, SinkFactory, SinkPipeline
@@ -95,10 +97,15 @@ class Crawler:
         scorer: LinkScorer | None = None,
         schedule: FetchSchedule | None = None,
     ) -> None:
+        # Plugins are loaded here, by name, in every process that crawls (crawl/plugins.py).
+        plugins = load_plugins(config.plugins)
+        scorer = with_plugin_scorer(scorer, plugins)
         check_ordering(config.ordering, scorer)
         self.config = config
         self.worker = worker  # None: this process runs the whole crawl
-        self._sink_factories = tuple(sinks)
+        self._sink_factories = tuple(sinks) + plugins.index_writers
+        self._parsers = document_parsers(config.documents, plugins.parsers)  # feeds, PDF, plugins'
+        self._refine = plugins.refiner()  # None without URL plugins: no call per link
         self.stats = CrawlStats()
         self._transport = transport
         self._frontier = frontier
@@ -435,11 +442,13 @@ class Crawler:
             parsed, hosts = (outlinks(result, leased.depth, self._links, run.scope, run.follow,
                                       with_text=run.on_page is not None or run.sinks is not None
                                       or self._scorer is not None,
-                                      as_sitemap=leased.url in self._sitemap_urls)
+                                      as_sitemap=leased.url in self._sitemap_urls,
+                                      parsers=self._parsers, refine=self._refine)
                              if cfg.follow_links else (None, {}))
             # The title from the parse the links needed anyway: no page is parsed for it alone.
             decision = decide(result, leased, time.time(), self._politeness,
-                              title=parsed.title if parsed else "")
+                              title=parsed.title if parsed else "",
+                              parse_error=parsed.error if parsed else "")
             if self._schedule is not None:
                 decision = scheduled(decision, self._schedule, leased)
             self.stats.bytes += result.wire_bytes

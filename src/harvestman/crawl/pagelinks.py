@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
+from harvestman.crawl.documents import DEFAULT_PARSERS, DocumentParser, parse_document
 from harvestman.crawl.parse import parse_html
 from harvestman.crawl.sitemaps import is_sitemap, sitemap_outlinks
 from harvestman.model.config import LinkSettings
 from harvestman.model.records import FetchResult, PageLinks, ParsedPage
-from harvestman.policy.scope import Scope, followed_links
+from harvestman.policy.scope import Scope, UrlRefiner, followed_links
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 FOLLOW_CACHE = 1 << 16  # resolved links whose normalized form and scope verdict are remembered
@@ -21,28 +24,37 @@ def outlinks(
     *,
     with_text: bool,
     as_sitemap: bool = False,
+    parsers: Mapping[str, DocumentParser] = DEFAULT_PARSERS,
+    refine: UrlRefiner | None = None,
 ) -> tuple[ParsedPage | None, dict[str, str]]:
     """Parse an HTML page found at `depth`; the links worth queueing (normalized, in scope, not too
     deep), with their hosts. `follow` remembers verdicts on resolved links across pages;
     `with_text`: the page's text and anchor texts too, for a library consumer, a sink or a scorer
-    (the crawl itself stores raw bytes); `as_sitemap`: queued as a sitemap (crawl/sitemaps.py)."""
+    (the crawl itself stores raw bytes); `as_sitemap`: queued as a sitemap (crawl/sitemaps.py).
+    Other documents go to their type's parser in `parsers`; `refine`: the plugins' URL normalizers
+    and filters (crawl/plugins.py), None when none runs."""
     # Sitemaps: a membership test on an HTML page; a look at the root of any other (a SitemapPage).
     if settings.sitemaps != "off" and (as_sitemap or result.content_type not in HTML_TYPES) \
             and is_sitemap(result, as_sitemap):
         return sitemap_outlinks(result, depth, settings, scope)
     if result.text is None or result.is_binary or result.content_type not in HTML_TYPES:
+        # Feeds, PDF, plugins' types (crawl/documents.py): the HTML path never comes here.
+        document = parse_document(result, parsers, max_links=settings.max_outlinks, with_text=with_text)
+        if document is None:
+            return None, {}
+        parsed = document
+    elif not 200 <= result.status < 300:
         return None, {}
-    if not 200 <= result.status < 300:
-        return None, {}
-    # Anchor texts cost ~1 µs a link, a fifth of the parse (docs/config.md, link_anchors).
-    parsed = parse_html(result.text, result.final_url, max_links=settings.max_outlinks,
-                        with_text=with_text, anchors=with_text or settings.link_anchors)
+    else:
+        # Anchor texts cost ~1 µs a link, a fifth of the parse (docs/config.md, link_anchors).
+        parsed = parse_html(result.text, result.final_url, max_links=settings.max_outlinks,
+                            with_text=with_text, anchors=with_text or settings.link_anchors)
     if parsed.nofollow or depth + 1 > settings.max_depth:
         return parsed, {}
     if len(follow) > FOLLOW_CACHE:
         follow.clear()
     followed = (link.url for link in parsed.links if not link.nofollow)
-    return parsed, followed_links(followed, scope, follow, max_length=settings.max_url_length)
+    return parsed, followed_links(followed, scope, follow, max_length=settings.max_url_length, refine=refine)
 
 
 def page_links(url: str, parsed: ParsedPage) -> PageLinks:

@@ -136,6 +136,21 @@ class RunSettings:
     log_json: bool
 
 
+@dataclass(frozen=True, slots=True)
+class DocumentSettings:
+    """How documents other than HTML are parsed for their links (feeds, PDF: crawl/documents.py)."""
+
+    pdf_max_pages: int
+    pdf_max_bytes: int
+
+
+@dataclass(frozen=True, slots=True)
+class ExtensionSettings:
+    """Which installed plugins (Python entry points, crawl/plugins.py) a crawl runs: none unless named."""
+
+    plugins: tuple[str, ...]
+
+
 # Section name (a CrawlConfig property, and a TOML table) -> its record.
 SECTIONS: dict[str, type[Any]] = {
     "fetch": FetchSettings,
@@ -144,6 +159,8 @@ SECTIONS: dict[str, type[Any]] = {
     "links": LinkSettings,
     "storage": StorageSettings,
     "run": RunSettings,
+    "documents": DocumentSettings,
+    "extensions": ExtensionSettings,
 }
 
 
@@ -215,6 +232,12 @@ class CrawlConfig:
     quiet: bool = False
     log_json: bool = False
     extra_headers: tuple[tuple[str, str], ...] = field(default=())
+    # A PDF is parsed for its links (and text) up to this many pages, and only when it is at most
+    # this many bytes: a hostile PDF costs the crawl a bounded parse (crawl/documents.py).
+    pdf_max_pages: int = 100
+    pdf_max_bytes: int = 10 * 1024 * 1024
+    # Installed plugins (entry points, crawl/plugins.py) this crawl runs, by name; none by default.
+    plugins: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         _convert(self)
@@ -255,6 +278,16 @@ class CrawlConfig:
     def run(self) -> RunSettings:
         """The settings of one run as a whole."""
         return _section(self, RunSettings)
+
+    @property
+    def documents(self) -> DocumentSettings:
+        """The settings of parsing documents other than HTML (feeds, PDF)."""
+        return _section(self, DocumentSettings)
+
+    @property
+    def extensions(self) -> ExtensionSettings:
+        """The plugins this crawl runs."""
+        return _section(self, ExtensionSettings)
 
 
 def _section(cfg: CrawlConfig, kind: type[_S]) -> _S:
@@ -311,6 +344,11 @@ def _validate(cfg: CrawlConfig) -> None:
             raise ConfigError(f"--allow-net wants a CIDR such as 127.1.0.0/16, got {net!r}") from None
     if not cfg.user_agent.strip():
         raise ConfigError("user_agent must not be empty")
+    positive("pdf_max_pages", cfg.pdf_max_pages)
+    positive("pdf_max_bytes", cfg.pdf_max_bytes)
+    for name in cfg.plugins:
+        if not name.strip():
+            raise ConfigError("plugins: a plugin name must not be empty")
 
 
 def parse_resolve(spec: str) -> ResolveEntry:

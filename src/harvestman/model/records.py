@@ -148,6 +148,8 @@ class LinkKind(enum.Enum):
     NEXT = "next"
     META_REFRESH = "meta_refresh"
     SITEMAP = "sitemap"  # a <loc> of a sitemap: a page it lists, or a child sitemap of an index
+    FEED_ENTRY = "feed_entry"  # an RSS/Atom entry's link (or its permalink guid): crawl/documents.py
+    DOCUMENT = "document"  # a link in a non-HTML document, such as a PDF's URI link
 
 
 class Link(NamedTuple):
@@ -165,7 +167,7 @@ class Link(NamedTuple):
 
 @dataclass(frozen=True, slots=True)
 class ParsedPage:
-    """What the parser extracts from one HTML document."""
+    """What the parser extracts from one document: an HTML page, a feed, a PDF (crawl/documents.py)."""
 
     title: str = ""
     description: str = ""
@@ -175,6 +177,9 @@ class ParsedPage:
     noindex: bool = False
     nofollow: bool = False  # meta robots nofollow: follow none of the links
     base_url: str = ""
+    # Why a document (a feed, a PDF) could not be parsed, or '' (it is recorded on the URL as a
+    # "parse" error; what was parsed before the failure is kept).
+    error: str = ""
 
 
 @dataclass(frozen=True, slots=True)

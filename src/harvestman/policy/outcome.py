@@ -45,11 +45,12 @@ def redirect_target(result: FetchResult) -> str:
 
 
 def decide(result: FetchResult, leased: LeasedUrl, now: float, politeness: PolitenessSettings, *,
-           title: str = "") -> Decision:
+           title: str = "", parse_error: str = "") -> Decision:
     """Map one fetch result to the URL's next state, following Nutch's status rules.
 
     `politeness`: the crawl's retry rules (retries, retry_after_cap); `title`: the page's <title>,
-    when the crawl parsed it.
+    when the crawl parsed it; `parse_error`: why the document could not be parsed (a broken feed
+    or PDF), recorded on a fetched URL as error class "parse".
     """
     status = result.status
     # Keyword arguments, not a FetchOutcome to replace(): each outcome is built once (a replace()
@@ -113,6 +114,9 @@ def decide(result: FetchResult, leased: LeasedUrl, now: float, politeness: Polit
                                     error_message=cut))
         if state == UrlState.FETCHED and signature and signature == leased.signature:
             state = UrlState.NOT_MODIFIED  # fetched again, and the same content (Nutch's rule)
+        if parse_error:  # fetched all the same: the body is stored, its links may be missing
+            return Decision(outcome(state=state, signature=signature, error_class="parse",
+                                    error_message=parse_error[:500]))
         return Decision(outcome(state=state, signature=signature))
     if status == 304:
         return Decision(outcome(state=UrlState.NOT_MODIFIED))

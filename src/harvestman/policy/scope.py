@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from harvestman.model.errors import InvalidUrlError
 from harvestman.net.urls import host_of, normalize_with_host, registered_domain
@@ -58,13 +58,19 @@ class Scope:
         return None
 
 
+# A normalized URL -> the URL to follow instead (normalized again after it), or None to drop it:
+# the plugins' URL normalizers and filters (crawl/plugins.py).
+UrlRefiner = Callable[[str], str | None]
+
+
 def followed_links(links: Iterable[str], scope: Scope, answers: dict[str, tuple[str, str] | None], *,
-                   max_length: int) -> dict[str, str]:
+                   max_length: int, refine: UrlRefiner | None = None) -> dict[str, str]:
     """The resolved `links` worth following, normalized, with their hosts, in document order.
 
     `answers` remembers each link's (normalized URL, host), or None when it is invalid or out of
     scope: navigation and popular pages appear on page after page, and one dict lookup a link is
-    cheaper than a normalization and a scope check. Keep it for as long as `scope` holds.
+    cheaper than a normalization and a scope check. Keep it for as long as `scope` holds (and
+    `refine`, which is asked once for each link not yet in the answers).
     """
     hosts: dict[str, str] = {}
     for link in links:
@@ -72,6 +78,12 @@ def followed_links(links: Iterable[str], scope: Scope, answers: dict[str, tuple[
         if target is _UNSEEN:
             try:
                 target = normalize_with_host(link, max_length=max_length)
+                if refine is not None and target is not None:
+                    refined = refine(target[0])
+                    if refined is None:
+                        target = None
+                    elif refined != target[0]:
+                        target = normalize_with_host(refined, max_length=max_length)
             except InvalidUrlError:
                 target = None
             if target is not None and not scope.allows(*target):

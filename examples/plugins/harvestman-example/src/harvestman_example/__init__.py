@@ -1,0 +1,1 @@
+"""Example harvestman plugins, one module an extension point (see pyproject.toml's entry points)."""
