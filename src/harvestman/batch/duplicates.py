@@ -24,7 +24,7 @@ MAX_COMPONENT_ROUNDS = 10_000
 
 @dataclass(frozen=True, slots=True)
 class DedupResult:
-    """What dedup wrote: url, duplicate_of, exact, distance (SimHash bits apart; -1: a hash missing) in `path`."""
+    """What dedup wrote: url, duplicate_of, exact, distance (bits apart; -1: no hash) in `path`."""
 
     path: Path
     pages: int  # pages considered
@@ -54,7 +54,8 @@ def _edges(engine: BatchEngine, distance: int) -> None:
     """Materialize d_edges(a, b), a < b, both keep-ranks of pages that are (near) duplicates."""
     exact = ("SELECT min(k) OVER (PARTITION BY signature) AS a, k AS b FROM d_pages WHERE signature <> ''")
     same_hash = "SELECT min(k) OVER (PARTITION BY simhash) AS a, k AS b FROM d_pages WHERE simhash <> 0"
-    engine.materialize("d_reps", "SELECT min(k) AS k, simhash FROM d_pages WHERE simhash <> 0 GROUP BY simhash")
+    engine.materialize("d_reps",
+                       "SELECT min(k) AS k, simhash FROM d_pages WHERE simhash <> 0 GROUP BY simhash")
     parts = []
     for number, (shift, width) in enumerate(bands(distance)):
         key = f"({engine.shift_right('simhash', shift)} & {(1 << width) - 1})"
@@ -84,7 +85,8 @@ def _components(engine: BatchEngine) -> int:
             f"d_label_{nxt}",
             f"SELECT n, min(c) AS c FROM (SELECT n, c FROM d_label_{done}"
             f" UNION ALL SELECT e.b AS n, l.c FROM d_edges e JOIN d_label_{done} l ON l.n = e.a"
-            f" UNION ALL SELECT e.a AS n, l.c FROM d_edges e JOIN d_label_{done} l ON l.n = e.b) x GROUP BY n")
+            f" UNION ALL SELECT e.a AS n, l.c FROM d_edges e JOIN d_label_{done} l ON l.n = e.b) x"
+            " GROUP BY n")
         changed = int(engine.scalar(
             f"SELECT count(*) FROM d_label_{done} p JOIN d_label_{nxt} q ON p.n = q.n WHERE p.c <> q.c") or 0)
         engine.drop(f"d_label_{done}")

@@ -90,7 +90,8 @@ class DuckDbEngine:
 
     def register(self, table: str, path: Path) -> None:
         """Make the Parquet file at `path` queryable as `table`."""
-        self._db.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM read_parquet('{_quoted(str(path))}')")
+        source = f"read_parquet('{_quoted(str(path))}')"
+        self._db.execute(f"CREATE OR REPLACE VIEW {table} AS SELECT * FROM {source}")
 
     def materialize(self, table: str, sql: str) -> None:
         """Run `sql` and keep its result as a temporary table."""

@@ -34,7 +34,8 @@ def invert_links(engine: BatchEngine, out_folder: Path, *, ignore_internal: bool
     engine.materialize("inv_inlinks", _inlinks_sql(ignore_internal))
     inlinks_path = Path(out_folder) / "inlinks.parquet"
     counts_path = Path(out_folder) / "inlink_counts.parquet"
-    rows = engine.write_parquet("SELECT * FROM inv_inlinks ORDER BY url, from_url, anchor, kind", inlinks_path)
+    rows = engine.write_parquet("SELECT * FROM inv_inlinks ORDER BY url, from_url, anchor, kind",
+                                inlinks_path)
     linked = engine.write_parquet(
         "SELECT url, count(DISTINCT from_url) AS inlinks FROM inv_inlinks GROUP BY url ORDER BY url",
         counts_path)

@@ -78,7 +78,7 @@ def snapshot_folder(crawl_dir: Path) -> Path:
 
 
 def _write(path: Path, schema: pa.Schema, rows: Iterable[dict[str, Any]]) -> int:
-    """Write `rows` to `path` in record batches (to a temporary name first, so a crash leaves no half file)."""
+    """Write `rows` to `path` in record batches (via a temporary name: no half file after a crash)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     part = path.with_suffix(".parquet.part")
     count = 0

@@ -22,17 +22,20 @@ def start_session(master: str = "local[2]", *, shuffle_partitions: int = 8, driv
     except ImportError:
         raise ConfigError("--engine spark needs pyspark: pip install 'harvestman[spark]'") from None
     os.environ.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON", "python3"))
-    return (SparkSession.builder.master(master).appName("harvestman-batch")
+    session = (SparkSession.builder.master(master).appName("harvestman-batch")
             .config("spark.ui.enabled", "false")
-            # Few partitions: local mode on a few cores, where 200 shuffle tasks a step cost more than the work.
+            .config("spark.ui.showConsoleProgress", "false")
+            # Few partitions: in local mode 200 shuffle tasks a step cost more than the work.
             .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
             .config("spark.driver.memory", driver_memory)
             .config("spark.sql.execution.arrow.pyspark.enabled", "true")
             .getOrCreate())
+    session.sparkContext.setLogLevel("ERROR")
+    return session
 
 
 class SparkEngine:
-    """Batch SQL on a Spark session: given one (shared, left running) or starting its own (stopped on close)."""
+    """Batch SQL on a Spark session: one given (shared, left running) or its own (stopped on close)."""
 
     name = "spark"
 
