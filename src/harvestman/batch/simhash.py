@@ -11,7 +11,7 @@ import re
 
 from selectolax.lexbor import LexborHTMLParser
 
-SHINGLE_WORDS = 3  # words a shingle: one changed word touches 3 shingles of many
+SHINGLE_WORDS = 2  # words a shingle: keeps some word order, while one changed word touches only 2
 BITS = 64
 _INVISIBLE = ["script", "style", "noscript", "template"]
 _WORD = re.compile(r"\w+", re.UNICODE)
