@@ -21,9 +21,13 @@ def start_session(master: str = "local[2]", *, shuffle_partitions: int = 8, driv
         from pyspark.sql import SparkSession
     except ImportError:
         raise ConfigError("--engine spark needs pyspark: pip install 'harvestman[spark]'") from None
-    os.environ.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON", "python3"))
+    if master.startswith("local"):
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     session = (SparkSession.builder.master(master).appName("harvestman-batch")
             .config("spark.ui.enabled", "false")
+            # Local mode talks to itself only: keep the driver's sockets on loopback.
+            .config("spark.driver.host", "127.0.0.1")
+            .config("spark.driver.bindAddress", "127.0.0.1")
             .config("spark.ui.showConsoleProgress", "false")
             # Few partitions: in local mode 200 shuffle tasks a step cost more than the work.
             .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
