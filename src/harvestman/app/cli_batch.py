@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harvestman import batch
 from harvestman.batch.engine import ENGINES
 from harvestman.batch.ranks import ALGORITHMS
 from harvestman.model.errors import EXIT_OK, ConfigError
@@ -48,6 +47,8 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
 
 def run(args: argparse.Namespace) -> int:
     """Run one batch command; errors are HarvestmanErrors, reported by the caller."""
+    from harvestman import batch  # imported here: pyarrow and the jobs are only needed to run one
+
     common = {"db": args.db, "engine": args.engine, "reuse_snapshot": args.reuse_snapshot}
     if args.command == "invertlinks":
         inverted = batch.invertlinks(args.dir, ignore_internal=args.ignore_internal, **common)

@@ -8,12 +8,12 @@ named tables; where the two dialects differ, the engine supplies the fragment (`
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
-
-import pyarrow as pa
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from harvestman.model.errors import ConfigError
+
+if TYPE_CHECKING:  # pyarrow is imported where it is used: the CLI imports this module for its names
+    import pyarrow as pa
 
 ENGINES = ("duckdb", "spark")
 
@@ -63,6 +63,8 @@ class BatchEngine(Protocol):
 
 def write_arrow(table: pa.Table, path: Path) -> int:
     """Write an Arrow table to `path` via a temporary name (no half file after a crash)."""
+    import pyarrow.parquet as pq
+
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     part = path.with_suffix(".parquet.part")
@@ -108,6 +110,8 @@ class DuckDbEngine:
 
     def arrow(self, sql: str) -> pa.Table:
         """The result of `sql` as an Arrow table."""
+        import pyarrow as pa
+
         relation = self._db.sql(sql)
         # DuckDB 1.4 named it to_arrow_table; before, a relation's arrow() returned the table.
         fetch = getattr(relation, "to_arrow_table", None) or relation.arrow
@@ -116,6 +120,8 @@ class DuckDbEngine:
 
     def write_parquet(self, sql: str, path: Path) -> int:
         """Write the result of `sql` straight from DuckDB to one Parquet file."""
+        import pyarrow.parquet as pq
+
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         part = path.with_suffix(".parquet.part")
