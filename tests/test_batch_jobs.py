@@ -200,3 +200,22 @@ def test_stats_count_states_hosts_and_links(small: Path) -> None:
     hosts = {h["host"]: h for h in figures["hosts"]}
     assert hosts["a.test"]["fetched"] == 2 and hosts["x.test"]["fetched"] == 0
     assert figures["links"]["total"] == 9 and figures["links"]["nofollow"] == 1
+
+
+def test_the_jobs_read_and_write_a_crawl_kept_in_postgresql(tmp_path: Path, postgres_url: str) -> None:
+    make_crawl(tmp_path, {A: Page((B, C), signature="same", score=1.0), B: Page((A,), signature="same"),
+                          C: Page((A,), signature="c")}, db=postgres_url)
+    assert not (tmp_path / "crawl.db").exists()
+    hb.invertlinks(tmp_path, db=postgres_url)
+    ranked = hb.rank(tmp_path, db=postgres_url, algorithm="pagerank")
+    found = hb.dedup(tmp_path, db=postgres_url)
+    assert found.duplicates == 1
+    store = open_store(postgres_url, read_only=True)
+    try:
+        records = {r.url: r for r in store.records()}
+        assert store.get_meta("score_source") == "pagerank"
+    finally:
+        store.close()
+    scores = {r["url"]: r["score"] for r in _rows(ranked.path)}
+    assert records[A].score == pytest.approx(scores[A]) and records[A].inlinks == 2
+    assert records[B].state == UrlState.DUPLICATE and records[B].duplicate_of == A  # a outranks b
