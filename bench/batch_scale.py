@@ -2,6 +2,7 @@
 
     python bench/batch_scale.py [--pages 1000000] [--links 10000000] [--iterations 20]
                                 [--engines duckdb,spark] [--jobs pagerank,dedup] [--dir /tmp]
+    python bench/batch_scale.py --snapshot-pages 100000 [--dir /tmp]
 
 Writes a synthetic snapshot straight into Parquet (no crawl; DuckDB's SQL generates it in seconds):
 `--pages` fetched pages on 20,000 hosts, `--links` links from uniformly chosen pages to targets
@@ -10,6 +11,10 @@ drawn with a power-law in-degree (target rank r gets ~ r^(-2/3) of the links), 2
 (the neighbour's SimHash with one bit flipped), the rest have random SimHashes. Each job then runs
 in a fresh process (`--run`), timed, with the peak RSS of that process and its children (Spark's
 JVM) sampled from /proc. PageRank runs `--iterations` iterations (0: until the L1 change < 1e-9).
+
+With --snapshot-pages N it measures the other end instead: a SQLite crawl database of N fetched
+pages with 10 links each is written through the store's API, then `write_snapshot` turns it into
+Parquet (in a fresh process, timed, with its peak RSS).
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.support.proctree import TreePeak  # noqa: E402
+from tests.support.proctree import TreePeak
 
 HOSTS = 20_000
 
@@ -38,7 +43,7 @@ def generate(folder: Path, pages: int, links: int) -> None:
     db.execute("SELECT setseed(0.42)")
     url = f"'http://h' || (id % {HOSTS}) || '.test/p' || id"
     base = "CAST(hash(id) >> 1 AS BIGINT)"
-    near = f"xor(CAST(hash(id - 2) >> 1 AS BIGINT), CAST(1 AS BIGINT) << CAST(id % 60 AS BIGINT))"
+    near = "xor(CAST(hash(id - 2) >> 1 AS BIGINT), CAST(1 AS BIGINT) << CAST(id % 60 AS BIGINT))"
     db.execute(f"""COPY (SELECT id AS seq, {url} AS url, 'h' || (id % {HOSTS}) || '.test' AS host,
         CAST(1 AS TINYINT) AS state, CAST(1 AS INT) AS depth, random() AS score, 1.0e9 AS fetch_time,
         200 AS http_status, 'text/html' AS content_type,
@@ -86,9 +91,48 @@ def run_job(engine_name: str, job: str, folder: Path, iterations: int) -> dict[s
     return {"start_s": round(ready - started, 1), "job_s": round(done - ready, 1), **figures}
 
 
+def build_store(folder: Path, pages: int) -> None:
+    """A SQLite crawl database of `pages` fetched pages, 10 links each, power-law targets."""
+    import random
+
+    from harvestman.model.records import FetchOutcome, Link, NewUrl, PageLinks, UrlState
+    from harvestman.store.factory import open_store
+
+    rng = random.Random(5)
+    store = open_store(str(folder / "crawl.db"), host_of=lambda u: u.split("/")[2], per_host=1 << 20)
+    try:
+        urls = [f"http://h{i % HOSTS}.test/p{i}" for i in range(pages)]
+        for start in range(0, pages, 10_000):
+            chunk = urls[start : start + 10_000]
+            store.add([NewUrl(u, u.split("/")[2]) for u in chunk])
+            leased = store.lease(len(chunk), 0.0)
+            outcomes = [FetchOutcome(x.url, UrlState.FETCHED, 1.0, http_status=200, signature=x.url[-6:],
+                                     content_type="text/html") for x in leased]
+            links = [PageLinks(x.url, tuple(Link(urls[int(rng.random() ** 3 * pages)], anchor="a")
+                                            for _ in range(10))) for x in leased]
+            store.complete(outcomes, 1.0, links=links)
+    finally:
+        store.close()
+
+
+def run_snapshot(folder: Path) -> dict[str, object]:
+    """Write the Parquet snapshot of the crawl database in `folder` (run in its own process)."""
+    from harvestman.batch.snapshot import write_snapshot
+    from harvestman.store.factory import open_store
+
+    started = time.perf_counter()
+    store = open_store(str(folder / "crawl.db"), read_only=True)
+    try:
+        snap = write_snapshot(store, folder / "snapshot")
+    finally:
+        store.close()
+    return {"snapshot_s": round(time.perf_counter() - started, 1), "urls": snap.urls, "links": snap.links}
+
+
 def measure(engine: str, job: str, folder: Path, iterations: int) -> dict[str, object]:
     """Run one job in a child process; its figures, wall time and peak RSS of its process tree."""
-    cmd = [sys.executable, __file__, "--run", engine, job, "--dir", str(folder), "--iterations", str(iterations)]
+    cmd = [sys.executable, __file__, "--dir", str(folder), "--iterations", str(iterations)]
+    cmd += ["--run-snapshot"] if job == "snapshot" else ["--run", engine, job]
     started = time.perf_counter()
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) as proc, TreePeak(proc.pid, 0.2) as peak:
         stdout, _ = proc.communicate()
@@ -108,10 +152,23 @@ def main() -> None:
     parser.add_argument("--engines", default="duckdb,spark")
     parser.add_argument("--jobs", default="pagerank,dedup")
     parser.add_argument("--dir", type=Path, default=Path(tempfile.gettempdir()))
+    parser.add_argument("--snapshot-pages", type=int, default=0)
     parser.add_argument("--run", nargs=2, metavar=("ENGINE", "JOB"), help=argparse.SUPPRESS)
+    parser.add_argument("--run-snapshot", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.run:
         print(json.dumps(run_job(args.run[0], args.run[1], args.dir, args.iterations)))
+        return
+    if args.run_snapshot:
+        print(json.dumps(run_snapshot(args.dir)))
+        return
+    if args.snapshot_pages:
+        folder = Path(tempfile.mkdtemp(prefix="batch-snapshot-", dir=args.dir))
+        started = time.perf_counter()
+        build_store(folder, args.snapshot_pages)
+        print(f"crawl database: {args.snapshot_pages:,} pages, {10 * args.snapshot_pages:,} links written "
+              f"in {time.perf_counter() - started:.1f} s in {folder}", flush=True)
+        print(json.dumps(measure("python", "snapshot", folder, 0)), flush=True)
         return
     folder = Path(tempfile.mkdtemp(prefix="batch-scale-", dir=args.dir))
     started = time.perf_counter()
