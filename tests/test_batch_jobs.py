@@ -219,3 +219,11 @@ def test_the_jobs_read_and_write_a_crawl_kept_in_postgresql(tmp_path: Path, post
     scores = {r["url"]: r["score"] for r in _rows(ranked.path)}
     assert records[A].score == pytest.approx(scores[A]) and records[A].inlinks == 2
     assert records[B].state == UrlState.DUPLICATE and records[B].duplicate_of == A  # a outranks b
+
+
+def test_a_crawl_with_nothing_fetched_yet_gives_empty_results(tmp_path: Path) -> None:
+    make_crawl(tmp_path, {}, unfetched=[A])
+    assert hb.invertlinks(tmp_path).inlinks == 0
+    assert hb.rank(tmp_path).urls == 0
+    assert {r["url"]: r["score"] for r in _rows(hb.rank(tmp_path, algorithm="opic").path)} == {A: 0.0}
+    assert hb.dedup(tmp_path).duplicates == 0

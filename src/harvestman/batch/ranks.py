@@ -72,7 +72,7 @@ def pagerank(engine: BatchEngine, out: Path, *, damping: float = 0.85,
     the L1 change of an iteration is below 1e-9, or after `iterations` iterations.
     """
     n = _fetched_graph(engine)
-    engine.materialize("pr_0", f"SELECT id, outdeg, {_double(1.0 / n) if n else 0} AS r FROM g_nodes")
+    engine.materialize("pr_0", f"SELECT id, outdeg, {_double(1.0 / n if n else 0.0)} AS r FROM g_nodes")
     limit = iterations or MAX_PAGERANK_ITERATIONS
     done, change = 0, 0.0
     while n and done < limit:

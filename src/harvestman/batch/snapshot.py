@@ -23,7 +23,7 @@ from harvestman.net.urls import host_of, normalize_with_host
 from harvestman.store.frontier import CrawlDb
 
 BATCH_ROWS = 65_536  # rows an Arrow record batch: a few MB, whatever the crawl's size
-_ANSWERS_MAX = 1 << 20  # normalized targets remembered (popular targets recur page after page)
+_ANSWERS_MAX = 1 << 18  # normalized targets remembered (popular ones recur page after page); ~50 MB
 
 URLS_SCHEMA = pa.schema([
     ("seq", pa.int64()),  # insertion order: the order the crawl first knew the URL
