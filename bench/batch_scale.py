@@ -103,9 +103,8 @@ def build_store(folder: Path, pages: int) -> None:
     try:
         urls = [f"http://h{i % HOSTS}.test/p{i}" for i in range(pages)]
         for start in range(0, pages, 10_000):
-            chunk = urls[start : start + 10_000]
-            store.add([NewUrl(u, u.split("/")[2]) for u in chunk])
-            leased = store.lease(len(chunk), 0.0)
+            store.add([NewUrl(u, u.split("/")[2]) for u in urls[start : start + 10_000]])
+        while leased := store.lease(10_000, 0.0):  # ends: each page is completed once
             outcomes = [FetchOutcome(x.url, UrlState.FETCHED, 1.0, http_status=200, signature=x.url[-6:],
                                      content_type="text/html") for x in leased]
             links = [PageLinks(x.url, tuple(Link(urls[int(rng.random() ** 3 * pages)], anchor="a")
