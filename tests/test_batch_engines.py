@@ -1,6 +1,6 @@
 """DuckDB and Spark (local mode) give the same results from the same snapshot, job by job.
 
-A Spark session costs a JVM start (seconds): this module starts one and shares it.
+A Spark session costs a JVM start (seconds): one is started for the test run and shared.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ if shutil.which("java") is None:
     pytest.skip("Java (default-jre-headless) runs Spark's local mode", allow_module_level=True)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def spark() -> Iterator[BatchEngine]:
     from harvestman.batch.spark_engine import SparkEngine, start_session
 
@@ -51,7 +51,7 @@ def crawl(tmp_path_factory: pytest.TempPathFactory) -> Path:
         pages[url] = Page(tuple(links) if i % 7 else (), signature=f"sig{i // 3 if i < 30 else i}",
                           simhash=base if i < 40 else rng.getrandbits(63) or 1, score=rng.random())
     make_crawl(folder, pages, unfetched=[f"http://unfetched.test/{n}" for n in range(13)])
-    hb.snapshot(folder)
+    hb.take_snapshot(folder)
     return folder
 
 

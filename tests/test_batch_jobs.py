@@ -42,7 +42,7 @@ def small(tmp_path: Path) -> Path:
 
 
 def test_snapshot_normalizes_link_targets_and_marks_internal_links(small: Path) -> None:
-    snap = hb.snapshot(small)
+    snap = hb.take_snapshot(small)
     assert snap.urls == 5 and snap.dropped_links == 0
     links = {(r["from_url"], r["to_url"], r["anchor"]): r for r in _rows(snap.links_path)}
     assert (A, D, "") in links  # the fragment is gone: the target matches urls.url
@@ -227,3 +227,13 @@ def test_a_crawl_with_nothing_fetched_yet_gives_empty_results(tmp_path: Path) ->
     assert hb.rank(tmp_path).urls == 0
     assert {r["url"]: r["score"] for r in _rows(hb.rank(tmp_path, algorithm="opic").path)} == {A: 0.0}
     assert hb.dedup(tmp_path).duplicates == 0
+
+
+def test_the_library_names_stay_functions_once_every_module_is_loaded() -> None:
+    import importlib
+    import pkgutil
+
+    for module in pkgutil.iter_modules(hb.__path__):
+        if module.name != "spark_engine":
+            importlib.import_module(f"harvestman.batch.{module.name}")
+    assert all(callable(getattr(hb, name)) for name in hb.__all__)

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from harvestman.batch.jobs import dedup, invertlinks, rank, snapshot, stats
+    from harvestman.batch.jobs import dedup, invertlinks, rank, stats, take_snapshot
 
-__all__ = ["dedup", "invertlinks", "rank", "snapshot", "stats"]
+__all__ = ["dedup", "invertlinks", "rank", "stats", "take_snapshot"]
 
 
 def __getattr__(name: str) -> Any:

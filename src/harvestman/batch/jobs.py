@@ -32,7 +32,7 @@ def _check_crawl(folder: Path, db: str) -> str:
     return store_location(db, Path(folder))
 
 
-def snapshot(folder: Path, db: str = "") -> Snapshot:
+def take_snapshot(folder: Path, db: str = "") -> Snapshot:
     """Write DIR/snapshot/{urls,links}.parquet from the crawl database (opened read-only)."""
     store = open_store(_check_crawl(folder, db), read_only=True)
     try:
@@ -48,7 +48,7 @@ def _session(folder: Path, db: str, engine: EngineChoice, reuse_snapshot: bool) 
     if reuse_snapshot and (snapshot_folder(folder) / "urls.parquet").is_file():
         snap = existing_snapshot(snapshot_folder(folder))
     else:
-        snap = snapshot(folder, db)
+        snap = take_snapshot(folder, db)
     running = open_engine(engine) if isinstance(engine, str) else engine
     try:
         running.register("urls", snap.urls_path)
