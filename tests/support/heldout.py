@@ -2,8 +2,9 @@
 sitemap (named in robots.txt), exact duplicates (byte-identical copies at other URLs) and near
 duplicates (the same text with a few words changed), and what a crawl of it must find.
 
-Pages carry ~250 words drawn from a large vocabulary, so distinct pages are far apart in SimHash and
-a near duplicate stays within a Hamming distance of 3 of its original (a few words of 250 changed).
+Pages carry WORDS words drawn from a large vocabulary, so distinct pages are far apart in SimHash; a
+near duplicate differs from its original in one word, which keeps their SimHashes within a Hamming
+distance of 3 for ~98% of such pairs (batch/simhash.py's 2-word shingles; two words changed: ~93%).
 Serve it with `NginxServer(root, hosts, port)`.
 """
 
@@ -13,6 +14,7 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+WORDS = 1000  # words a page; a near duplicate differs in one (a date, a counter: the usual case)
 _SYLLABLES = ("ka", "lo", "mi", "ne", "ru", "sa", "ti", "vo", "ze", "po", "qua", "dre", "fi", "gu", "ha")
 
 
@@ -49,7 +51,7 @@ def _html(title: str, words: list[str], links: list[str]) -> str:
 
 
 def write_heldout_web(root: Path, hosts: list[str], port: int, *, pages_per_host: int = 24,
-                      sitemap_only_per_host: int = 3, exact_copies: int = 4, near_copies: int = 4,
+                      sitemap_only_per_host: int = 3, exact_copies: int = 10, near_copies: int = 10,
                       seed: int = 13) -> HeldOutWeb:
     """Write the web under `root/<host>/` and return what a crawl from the first host must find."""
     rng = random.Random(seed)
@@ -72,12 +74,12 @@ def write_heldout_web(root: Path, hosts: list[str], port: int, *, pages_per_host
                 other = hosts[rng.randrange(len(hosts))]
                 out.append(base[other] + f"/p{rng.randrange(1, pages_per_host)}.html")
             links[url] = tuple(dict.fromkeys(out))
-            texts[url] = rng.choices(vocabulary, k=250)
+            texts[url] = rng.choices(vocabulary, k=WORDS)
             linked.add(url)
         for j in range(sitemap_only_per_host):
             url = f"{base[host]}/hidden/s{j}.html"
             links[url] = (urls[0],)
-            texts[url] = rng.choices(vocabulary, k=250)
+            texts[url] = rng.choices(vocabulary, k=WORDS)
             sitemap_only.add(url)
     for url in links:
         files[url] = _html(url.rsplit("/", 1)[-1] or "home", texts[url], list(links[url]))
@@ -94,8 +96,7 @@ def write_heldout_web(root: Path, hosts: list[str], port: int, *, pages_per_host
             files[copy] = files[original]  # byte for byte: the same content signature
         else:
             words = list(texts[original])
-            for position in rng.sample(range(len(words)), 2):  # 2 words of 250 changed
-                words[position] = rng.choice(vocabulary)
+            words[rng.randrange(len(words))] = rng.choice(vocabulary)  # one word of WORDS changed
             files[copy] = _html(original.rsplit("/", 1)[-1], words, list(links[original]))
         links[copy] = links[original]
         linked.add(copy)

@@ -25,19 +25,16 @@ SegmentFetcher = Callable[[Path, CrawlConfig, Path], FetchedSegment]
 PostRoundStep = Callable[[Path, str], object]
 
 
-def _no_post_round_steps() -> list[tuple[str, PostRoundStep]]:
-    # The jobs after the rounds, in Nutch's crawl script's order: invertlinks (the link database,
-    # inlink counts), rank (scores, by default PageRank), dedup (duplicates by signature and SimHash).
-    # They are harvestman.batch's invertlinks / rank / dedup, built beside this module and not on
-    # main yet; wired at merge as:
-    #   from harvestman.batch import dedup, invertlinks, rank
-    #   return [("invertlinks", lambda d, db: invertlinks(d, db=db)),
-    #           ("rank", lambda d, db: rank(d, algorithm="pagerank", db=db)),
-    #           ("dedup", lambda d, db: dedup(d, db=db))]
-    return []
+def post_round_steps(ordering: str) -> list[tuple[str, PostRoundStep]]:
+    """The jobs after the rounds, in Nutch's crawl script's order: invertlinks (the link database,
+    inlink counts), rank (scores: the crawl's ordering's algorithm when it orders by one, else
+    PageRank), dedup (duplicates by signature and SimHash)."""
+    from harvestman.batch import jobs  # pyarrow and DuckDB: loaded when a cycle gets this far
 
-
-POST_ROUND_STEPS: Callable[[], list[tuple[str, PostRoundStep]]] = _no_post_round_steps
+    algorithm = ordering if ordering in ("indegree", "opic") else "pagerank"
+    return [("invertlinks", lambda folder, db: jobs.invertlinks(folder, db=db)),
+            ("rank", lambda folder, db: jobs.rank(folder, algorithm=algorithm, db=db)),
+            ("dedup", lambda folder, db: jobs.dedup(folder, db=db))]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +97,7 @@ def run_cycle(folder: Path, cfg: CrawlConfig, *, seeds: Sequence[SeedLine] = (),
             report.stopped = True
             return report
         report.rounds.append(Round(segment, fetched, updatedb(folder, cfg, segment)))
-    for name, step in POST_ROUND_STEPS():
+    for name, step in post_round_steps(cfg.ordering):
         step(Path(folder), cfg.db)
         report.post_steps.append(name)
     return report

@@ -78,6 +78,11 @@ def mark(segment: Path, step: str) -> None:
     (Path(segment) / step).write_text(f"{time.time():.3f}\n")
 
 
+def marked_at(segment: Path, step: str) -> float:
+    """When `step` finished on the segment (time.time() seconds)."""
+    return float((Path(segment) / step).read_text().strip())
+
+
 def require(segment: Path, step: str, needed_by: str) -> None:
     """Refuse to run `needed_by` on a segment where `step` has not finished."""
     if not done(segment, step):

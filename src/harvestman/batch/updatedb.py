@@ -57,6 +57,7 @@ class Merged:
     released: int  # URLs it did not get to, due again
     new_urls: int  # outlinks new to the crawl
     pages_with_links: int
+    found: int = 0  # URLs the fetch found on its own and fetched (sitemaps robots.txt names)
 
 
 def outcome_of(rec: UrlRecord, generated: UrlRecord) -> FetchOutcome:
@@ -109,9 +110,17 @@ def updatedb(folder: Path, cfg: CrawlConfig, segment: str | Path | None = None, 
     segments.require(path, "fetched", "updatedb")
     now = time.time() if now is None else now
     generated = {r.url: r for r in segments.read_fetchlist(path)}
+    listed = len(generated)
+    since = segments.marked_at(path, "generated")
     seg = SqliteStore.open_read_only(path / segments.STORE)
     try:
-        rows = {url: seg.get(url) for url in generated}
+        rows: dict[str, UrlRecord | None] = dict.fromkeys(generated)
+        # The fetch list's rows, and what the fetch found on its own and fetched (the sitemaps that
+        # robots.txt names): merged as fetched URLs of the crawl, their links too.
+        for row in seg.records():
+            if row.url in generated or (row.fetch_time >= since and row.state != UrlState.UNFETCHED):
+                rows[row.url] = row
+                generated.setdefault(row.url, row)
         pages = _pages(seg.links())
     finally:
         seg.close()
@@ -126,7 +135,7 @@ def updatedb(folder: Path, cfg: CrawlConfig, segment: str | Path | None = None, 
         when = cycle_schedule(cfg, schedule)
         for url, gen in generated.items():
             rec = rows[url]
-            if rec is None or _untouched(rec, gen):
+            if rec is None or (rec is not gen and _untouched(rec, gen)):
                 # Never fetched (the run ended with its host paused, say): due again, as it was.
                 released += 1
                 outcomes.append(outcome_of(gen, gen))
@@ -170,4 +179,4 @@ def updatedb(folder: Path, cfg: CrawlConfig, segment: str | Path | None = None, 
         store.close()
     segments.mark(path, "merged")
     added = sum(after.values()) - sum(before.values())
-    return Merged(path, len(generated) - released, released, added, len(links))
+    return Merged(path, len(generated) - released, released, added, len(links), len(generated) - listed)

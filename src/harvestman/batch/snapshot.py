@@ -1,0 +1,168 @@
+"""A Parquet snapshot of a crawl database (urls.parquet, links.parquet), what every batch job reads.
+
+Written once per job run from the store's `records()` and `links()` streams, in Arrow record batches,
+so memory stays bounded whatever the crawl's size. Stored links are resolved but not normalized;
+here `to_url` is normalized as the crawl normalizes the links it follows (net/urls.py), so that it
+matches `urls.url`. Links whose target does not normalize (mailto:, too long, spider traps) are left out.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from harvestman.batch.simhash import signed
+from harvestman.model.errors import InvalidUrlError
+from harvestman.net.urls import host_of, normalize_with_host
+from harvestman.store.frontier import CrawlDb
+
+BATCH_ROWS = 65_536  # rows an Arrow record batch: a few MB, whatever the crawl's size
+_ANSWERS_MAX = 1 << 18  # normalized targets remembered (popular ones recur page after page); ~50 MB
+
+URLS_SCHEMA = pa.schema([
+    ("seq", pa.int64()),  # insertion order: the order the crawl first knew the URL
+    ("url", pa.string()),
+    ("host", pa.string()),
+    ("state", pa.int8()),  # UrlState's value
+    ("depth", pa.int32()),
+    ("score", pa.float64()),
+    ("fetch_time", pa.float64()),
+    ("http_status", pa.int32()),
+    ("content_type", pa.string()),
+    ("signature", pa.string()),
+    ("simhash", pa.int64()),  # signed 64-bit, as the databases hold it; 0: not computed
+    ("duplicate_of", pa.string()),
+    ("inlinks", pa.int64()),
+    ("body_size", pa.int64()),
+])
+
+LINKS_SCHEMA = pa.schema([
+    ("from_url", pa.string()),
+    ("to_url", pa.string()),
+    ("anchor", pa.string()),
+    ("kind", pa.string()),
+    ("nofollow", pa.bool_()),
+    ("internal", pa.bool_()),  # both ends on one host
+])
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """Where a snapshot's files are, and how many rows they hold."""
+
+    folder: Path
+    urls: int
+    links: int
+    dropped_links: int  # links whose target did not normalize
+
+    @property
+    def urls_path(self) -> Path:
+        """The URL table."""
+        return self.folder / "urls.parquet"
+
+    @property
+    def links_path(self) -> Path:
+        """The link table."""
+        return self.folder / "links.parquet"
+
+
+def snapshot_folder(crawl_dir: Path) -> Path:
+    """DIR/snapshot, where a crawl's snapshot is written."""
+    return Path(crawl_dir) / "snapshot"
+
+
+def _write(path: Path, schema: pa.Schema, rows: Iterable[dict[str, Any]]) -> int:
+    """Write `rows` to `path` in record batches (via a temporary name: no half file after a crash)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_suffix(".parquet.part")
+    count = 0
+    with pq.ParquetWriter(part, schema, compression="zstd") as writer:
+        columns: dict[str, list[Any]] = {name: [] for name in schema.names}
+        for row in rows:
+            for name, values in columns.items():
+                values.append(row[name])
+            count += 1
+            if len(columns["url" if "url" in columns else "from_url"]) >= BATCH_ROWS:
+                writer.write_batch(pa.record_batch(list(columns.values()), schema=schema))
+                columns = {name: [] for name in schema.names}
+        writer.write_batch(pa.record_batch(list(columns.values()), schema=schema))
+    part.replace(path)
+    return count
+
+
+def _url_rows(db: CrawlDb) -> Iterator[dict[str, Any]]:
+    for seq, r in enumerate(db.records()):
+        yield {"seq": seq, "url": r.url, "host": r.host, "state": int(r.state), "depth": r.depth,
+               "score": r.score, "fetch_time": r.fetch_time, "http_status": r.http_status,
+               "content_type": r.content_type, "signature": r.signature, "simhash": signed(r.simhash),
+               "duplicate_of": r.duplicate_of, "inlinks": r.inlinks, "body_size": r.body_size}
+
+
+class _LinkRows:
+    """The link rows of a snapshot, with targets normalized; counts what it drops."""
+
+    def __init__(self, max_length: int) -> None:
+        self.max_length = max_length
+        self.dropped = 0
+        self._answers: dict[str, tuple[str, str] | None] = {}
+
+    def _target(self, url: str) -> tuple[str, str] | None:
+        answer = self._answers.get(url, ())
+        if answer == ():
+            try:
+                answer = normalize_with_host(url, max_length=self.max_length)
+            except InvalidUrlError:
+                answer = None
+            if len(self._answers) >= _ANSWERS_MAX:
+                self._answers.clear()  # memory stays bounded; the next pages refill what recurs
+            self._answers[url] = answer
+        return answer  # type: ignore[return-value]
+
+    def rows(self, db: CrawlDb) -> Iterator[dict[str, Any]]:
+        page, page_host = "", ""
+        for edge in db.links():
+            if edge.from_url != page:
+                page = edge.from_url
+                try:
+                    page_host = host_of(page)
+                except InvalidUrlError:
+                    page_host = ""
+            target = self._target(edge.to_url)
+            if target is None:
+                self.dropped += 1
+                continue
+            yield {"from_url": page, "to_url": target[0], "anchor": edge.anchor, "kind": edge.kind.value,
+                   "nofollow": bool(edge.nofollow), "internal": target[1] == page_host}
+
+
+def _max_url_length(db: CrawlDb) -> int:
+    """The crawl's own URL length limit (its stored settings), else the default."""
+    stored = db.get_meta("settings")
+    try:
+        value = json.loads(stored).get("max_url_length") if stored else None
+    except (ValueError, AttributeError):
+        value = None
+    return int(value) if isinstance(value, int) and value > 0 else 2048
+
+
+def write_snapshot(db: CrawlDb, folder: Path) -> Snapshot:
+    """Write the URL and link tables of `db` into `folder` (urls.parquet, links.parquet)."""
+    folder = Path(folder)
+    urls = _write(folder / "urls.parquet", URLS_SCHEMA, _url_rows(db))
+    links = _LinkRows(_max_url_length(db))
+    count = _write(folder / "links.parquet", LINKS_SCHEMA, links.rows(db))
+    return Snapshot(folder, urls, count, links.dropped)
+
+
+def existing_snapshot(folder: Path) -> Snapshot:
+    """A snapshot written before (its row counts read from the Parquet footers)."""
+    folder = Path(folder)
+    urls = pq.ParquetFile(folder / "urls.parquet").metadata.num_rows
+    links = pq.ParquetFile(folder / "links.parquet").metadata.num_rows
+    return Snapshot(folder, urls, links, 0)
