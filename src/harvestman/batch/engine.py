@@ -10,8 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from harvestman.model.errors import ConfigError
-
 if TYPE_CHECKING:  # pyarrow is imported where it is used: the CLI imports this module for its names
     import pyarrow as pa
 
@@ -144,14 +142,3 @@ class DuckDbEngine:
 
 def _quoted(text: str) -> str:
     return text.replace("'", "''")
-
-
-def open_engine(name: str) -> BatchEngine:
-    """The engine called `name` (duckdb or spark), started with its defaults."""
-    if name == "duckdb":
-        return DuckDbEngine()
-    if name == "spark":
-        from harvestman.batch.spark_engine import SparkEngine  # pyspark: the `spark` extra
-
-        return SparkEngine()
-    raise ConfigError(f"unknown batch engine {name!r}: choose one of {', '.join(ENGINES)}")

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 
 from harvestman.batch.crawlstats import crawl_stats
 from harvestman.batch.duplicates import DedupResult, check_distance, find_duplicates
-from harvestman.batch.engine import BatchEngine, open_engine, write_arrow
+from harvestman.batch.engine import ENGINES, BatchEngine, DuckDbEngine, write_arrow
 from harvestman.batch.linkdb import InvertResult, invert_links
 from harvestman.batch.ranks import RankResult, check_rank_options, rank_urls
 from harvestman.batch.simhash import unsigned
@@ -24,6 +24,17 @@ from harvestman.store.factory import DEFAULT_DB_NAME, open_store, store_location
 from harvestman.store.frontier import CrawlDb
 
 EngineChoice = str | BatchEngine
+
+
+def open_engine(name: str) -> BatchEngine:
+    """The engine called `name` (duckdb or spark), started with its defaults."""
+    if name == "duckdb":
+        return DuckDbEngine()
+    if name == "spark":
+        from harvestman.batch.spark_engine import SparkEngine  # pyspark: the `spark` extra
+
+        return SparkEngine()
+    raise ConfigError(f"unknown batch engine {name!r}: choose one of {', '.join(ENGINES)}")
 
 
 def _check_crawl(folder: Path, db: str) -> str:

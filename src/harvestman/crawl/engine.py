@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import sys
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
@@ -17,7 +16,8 @@ from harvestman.crawl.plugins import load_plugins, with_plugin_scorer
 from harvestman.crawl.robots_gate import RobotsGate
 from harvestman.crawl.seeding import store_seeds
 from harvestman.crawl.sinks import SinkContext, SinkFactory, SinkPipeline
-from harvestman.crawl.sitemaps import SITEMAP_ERROR, SitemapPage, lastmod_metadata, sitemap_depths
+from harvestman.crawl.sitemap_queue import SitemapQueue
+from harvestman.crawl.sitemaps import SitemapPage, sitemap_depths
 from harvestman.crawl.stats import CrawlStats, WorkerSlot, finished_message
 from harvestman.fetch.fetcher import FOLLOW, Fetcher, HopVerdict
 from harvestman.fetch.transport import ACCEPT_ENCODING, CurlTransport, Transport, TransportSettings
@@ -137,11 +137,7 @@ class Crawler:
         self._scorer = scorer
         self._rank = None if config.ordering == "bfs" and scorer is None else RANKS[config.ordering]
         self._schedule = schedule_for(config.links, schedule)
-        # Sitemaps (crawl/sitemaps.py): the URLs this process queued as sitemaps (one that is not
-        # XML, a text sitemap, is read as one only when known here), and those waiting for a commit.
-        self._sitemap_urls: set[str] = set()
-        self._pending_sitemaps: list[NewUrl] = []
-        self._pending_lastmods: list[tuple[str, dict[str, str]]] = []  # {"lastmod": ...} of their URLs
+        self._sitemaps = SitemapQueue(KNOWN_URLS)  # crawl/sitemaps.py
         # Online OPIC (opt-in, ordering "opic"): a page's score split over its new links.
         self._opic = config.ordering == "opic"
 
@@ -380,18 +376,15 @@ class Crawler:
     ) -> list[LeasedUrl]:
         """Commit finished fetches with their outlinks and lease up to `lease` URLs, in one
         transaction (a transaction each cost more than the work in it); then their log lines."""
-        if not self._pending and not self._pending_sitemaps:
+        if not self._pending and not self._sitemaps.waiting:
             return frontier.lease(lease, now) if lease > 0 else []
         batch, self._pending = self._pending, []
         links, self._pending_links = self._pending_links, []
         outcomes = [outcome for outcome, _ in batch]
         new_urls = [url for _, urls in batch for url in urls]
-        if self._pending_sitemaps:
-            new_urls.extend(self._pending_sitemaps)
-            self._pending_sitemaps = []
+        new_urls.extend(self._sitemaps.take_urls())
         leased = frontier.complete(outcomes, now, new_urls, links=links, lease=max(lease, 0))
-        if self._pending_lastmods:  # after the commit that adds their URLs: only known URLs take them
-            lastmods, self._pending_lastmods = self._pending_lastmods, []
+        if lastmods := self._sitemaps.take_lastmods():
             frontier.set_metadata(lastmods)
         journal.flush()
         return leased
@@ -442,7 +435,7 @@ class Crawler:
             parsed, hosts = (outlinks(result, leased.depth, self._links, run.scope, run.follow,
                                       with_text=run.on_page is not None or run.sinks is not None
                                       or self._scorer is not None,
-                                      as_sitemap=leased.url in self._sitemap_urls,
+                                      as_sitemap=leased.url in self._sitemaps,
                                       parsers=self._parsers, refine=self._refine)
                              if cfg.follow_links else (None, {}))
             # The title from the parse the links needed anyway: no page is parsed for it alone.
@@ -472,8 +465,7 @@ class Crawler:
                 new_urls = ranked_urls(self._rank, scores or {}, fresh, hosts, key, depth, leased.url)
             if isinstance(parsed, SitemapPage):
                 new_urls = sitemap_depths(new_urls, parsed, leased.depth)
-                decision = self._read_sitemap(parsed, decision)
-                self._pending_lastmods.extend(lastmod_metadata(parsed.sitemap, hosts))
+                decision = self._sitemaps.read(parsed, decision, hosts)
             if result.status:
                 run.warc.write(result, self._request_headers(headers), links, decision.outcome.signature)
             self._pending.append((decision.outcome, new_urls))
@@ -511,25 +503,8 @@ class Crawler:
             found = followed_links((url,), run.scope, run.follow, max_length=self._links.max_url_length)
             await self._keys.prepare(list(found))
             for sitemap, host in found.items():
-                self._remember_sitemap(sitemap)
-                self._pending_sitemaps.append(
-                    NewUrl(sitemap, self._keys.key(sitemap, host), depth, 0.0, robots, float(depth)))
-
-    def _remember_sitemap(self, url: str) -> None:
-        if len(self._sitemap_urls) >= KNOWN_URLS:  # forgotten: an XML sitemap is still told by its root
-            self._sitemap_urls.clear()
-        self._sitemap_urls.add(url)
-
-    def _read_sitemap(self, page: SitemapPage, decision: Decision) -> Decision:
-        """Remember a sitemap's child sitemaps; a sitemap not read whole records why on its URL."""
-        for child in page.children:
-            self._remember_sitemap(child)
-        problem = page.sitemap.problem
-        if not problem or decision.outcome.error_class:
-            return decision
-        outcome = dataclasses.replace(decision.outcome, error_class=SITEMAP_ERROR,
-                                      error_message=problem[:500])
-        return dataclasses.replace(decision, outcome=outcome)
+                self._sitemaps.queue(NewUrl(sitemap, self._keys.key(sitemap, host), depth, 0.0, robots,
+                                            float(depth)))
 
     def _account(self, decision: Decision, result: FetchResult, leased: LeasedUrl, run: _Run) -> None:
         """Count the result, pause its host if it asked for rest or keeps failing, log it."""
