@@ -510,3 +510,15 @@ def test_a_lease_carries_the_url_s_score(make: Maker) -> None:
     f.add([nu("http://a.test/1", score=2.5)])
     [leased] = f.lease(1, T0)
     assert leased.score == 2.5
+
+
+def test_what_a_fetch_cost_and_found_is_kept(make: Maker) -> None:
+    f = make()
+    f.add([nu("http://a.test/1")])
+    f.lease(1, T0)
+    f.complete([done("http://a.test/1", http_status=200, wire_bytes=900, body_wire_bytes=700, body_size=2000,
+                     saved_bytes=5000, partial="head", change="major", checked_by="conditional")], T0)
+    rec = f.get("http://a.test/1")
+    assert rec is not None
+    assert (rec.wire_bytes, rec.body_wire_bytes, rec.body_size, rec.saved_bytes) == (900, 700, 2000, 5000)
+    assert (rec.partial, rec.change, rec.checked_by) == ("head", "major", "conditional")

@@ -262,6 +262,11 @@ class FetchOutcome:
     title: str = ""  # the HTML page's <title>, as the crawl's parse found it
     fetch_interval: float = 0.0  # the schedule's interval after this fetch (0: leave as stored)
     simhash: int = 0  # 64-bit SimHash of the visible text, when computed (0: not computed)
+    body_wire_bytes: int = 0  # the body as transferred (encoded), headers aside
+    saved_bytes: int = 0  # what a full fetch would have cost more on the wire (a 304, a HEAD, a stop)
+    partial: str = ""  # why the body stops early ('' when whole): "head", "selector:CSS", "bytes:N"
+    change: str = ""  # against the fetch before: "new", "unchanged", "minor", "major" ('' unknown)
+    checked_by: str = ""  # how a re-fetch was checked: "conditional", "size", "sitemap", "full"
 
 
 @dataclass(frozen=True, slots=True)
@@ -293,6 +298,11 @@ class UrlRecord:
     fetch_interval: float = 0.0  # seconds between fetches, as the fetch schedule last set it
     inlinks: int = 0  # pages linking here, as the last invertlinks counted them
     metadata: str = ""  # a JSON object: a seed's metadata, a sitemap's lastmod; '' when none
+    body_wire_bytes: int = 0  # the last fetch's body as transferred (encoded), headers aside
+    saved_bytes: int = 0  # what a full fetch would have cost more on the wire (a 304, a HEAD, a stop)
+    partial: str = ""  # why the stored body stops early ('' when whole): head, selector:CSS, bytes:N
+    change: str = ""  # the last fetch against the one before: new, unchanged, minor, major
+    checked_by: str = ""  # how the last re-fetch was checked: conditional, size, sitemap, full
 
 
 @dataclass(frozen=True, slots=True)

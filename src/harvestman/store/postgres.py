@@ -261,6 +261,8 @@ class PostgresStore(PostgresDb):
                 "fetch_interval": float(o.fetch_interval),
                 # Kept while the content is the same; a changed page's old SimHash would mislead dedup.
                 "simhash": signed64(o.simhash),
+                "body_wire_bytes": o.body_wire_bytes, "saved_bytes": o.saved_bytes,
+                "partial": clean(o.partial), "change": o.change, "checked_by": o.checked_by,
             })
             clocks = hosts.setdefault(host_id, [0, None])
             clocks[0] += 1 if leased > 0 else 0

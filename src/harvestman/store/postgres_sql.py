@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 2  # 2: simhash, duplicate_of, fetch_interval, inlinks, metadata (as SQLite's 4)
+SCHEMA_VERSION = 3  # 2: simhash, duplicate_of, fetch_interval, inlinks, metadata (as SQLite's 4);
+# 3: body_wire_bytes, saved_bytes, partial, change, checked_by (as SQLite's 5)
 FAR_FUTURE = 1e18  # "never": a host with no leasable URL and no lease to wait for
 PARKED = 1e17  # wake_at at or above this: parked for good, out of the hosts_ready index
 
@@ -14,6 +15,11 @@ MIGRATIONS: dict[int, str] = {
        " ADD COLUMN IF NOT EXISTS fetch_interval DOUBLE PRECISION NOT NULL DEFAULT 0,"
        " ADD COLUMN IF NOT EXISTS inlinks INTEGER NOT NULL DEFAULT 0,"
        " ADD COLUMN IF NOT EXISTS metadata TEXT NOT NULL DEFAULT ''",
+    3: "ALTER TABLE urls ADD COLUMN IF NOT EXISTS body_wire_bytes BIGINT NOT NULL DEFAULT 0,"
+       " ADD COLUMN IF NOT EXISTS saved_bytes BIGINT NOT NULL DEFAULT 0,"
+       " ADD COLUMN IF NOT EXISTS partial TEXT NOT NULL DEFAULT '',"
+       " ADD COLUMN IF NOT EXISTS change TEXT NOT NULL DEFAULT '',"
+       " ADD COLUMN IF NOT EXISTS checked_by TEXT NOT NULL DEFAULT ''",
 }
 
 SCHEMA = f"""
@@ -62,7 +68,12 @@ CREATE TABLE urls(
     duplicate_of TEXT NOT NULL DEFAULT '',          -- the URL kept in its place (state DUPLICATE)
     fetch_interval DOUBLE PRECISION NOT NULL DEFAULT 0,  -- the schedule's interval (s); 0: none yet
     inlinks INTEGER NOT NULL DEFAULT 0,             -- linking pages, as invertlinks last counted them
-    metadata TEXT NOT NULL DEFAULT ''               -- a JSON object (seed metadata, sitemap lastmod)
+    metadata TEXT NOT NULL DEFAULT '',              -- a JSON object (seed metadata, sitemap lastmod)
+    body_wire_bytes BIGINT NOT NULL DEFAULT 0,      -- the body as transferred (encoded), headers aside
+    saved_bytes BIGINT NOT NULL DEFAULT 0,          -- what a full fetch would have cost more
+    partial TEXT NOT NULL DEFAULT '',               -- why the body stops early ('' when whole)
+    change TEXT NOT NULL DEFAULT '',                -- new, unchanged, minor, major
+    checked_by TEXT NOT NULL DEFAULT ''             -- conditional, size, sitemap, full
 );
 -- The per-host queues: only queued rows, in lease order.
 CREATE INDEX urls_queue ON urls(host_id, priority, id) WHERE queued;
@@ -145,7 +156,8 @@ RECORD_COLS = (
     " u.http_status, u.error_class, u.error_message, u.signature, u.etag, u.last_modified,"
     " u.content_type, u.body_size, u.wire_bytes,"
     " CASE WHEN u.final_url <> '' THEN u.final_url WHEN u.http_status > 0 THEN u.url ELSE '' END, u.title,"
-    " u.simhash, u.duplicate_of, u.fetch_interval, u.inlinks, u.metadata"
+    " u.simhash, u.duplicate_of, u.fetch_interval, u.inlinks, u.metadata,"
+    " u.body_wire_bytes, u.saved_bytes, u.partial, u.change, u.checked_by"
 )
 
 WRITE_OUTCOME = """
@@ -162,7 +174,9 @@ UPDATE urls SET state = %(state)s, fetch_time = %(fetch_time)s, next_fetch_time 
     retries = retries + %(retried)s, lease_until = 0, queued = %(queued)s,
     fetch_interval = CASE WHEN %(fetch_interval)s > 0 THEN %(fetch_interval)s ELSE fetch_interval END,
     simhash = CASE WHEN %(simhash)s <> 0 THEN %(simhash)s
-              WHEN %(keep)s OR %(signature)s = signature THEN simhash ELSE 0 END
+              WHEN %(keep)s OR %(signature)s = signature THEN simhash ELSE 0 END,
+    body_wire_bytes = %(body_wire_bytes)s, saved_bytes = %(saved_bytes)s, partial = %(partial)s,
+    change = %(change)s, checked_by = %(checked_by)s
 WHERE id = %(id)s
 """
 

@@ -48,7 +48,9 @@ UPDATE urls SET state = :state, fetch_time = :fetch_time, next_fetch_time = :nex
     retries = retries + :retried, lease_until = 0, queued = :queued,
     fetch_interval = CASE WHEN :fetch_interval > 0 THEN :fetch_interval ELSE fetch_interval END,
     simhash = CASE WHEN :simhash <> 0 THEN :simhash
-              WHEN :keep OR :signature = signature THEN simhash ELSE 0 END
+              WHEN :keep OR :signature = signature THEN simhash ELSE 0 END,
+    body_wire_bytes = :body_wire_bytes, saved_bytes = :saved_bytes, partial = :partial,
+    change = :change, checked_by = :checked_by
 WHERE id = :id
 """
 
@@ -312,6 +314,8 @@ class SqliteStore(SqliteBulk):
                 "fetch_interval": o.fetch_interval,
                 # Kept while the content is the same; a changed page's old SimHash would mislead dedup.
                 "simhash": signed64(o.simhash),
+                "body_wire_bytes": o.body_wire_bytes, "saved_bytes": o.saved_bytes, "partial": o.partial,
+                "change": o.change, "checked_by": o.checked_by,
             },
         )
         db.execute(
