@@ -239,6 +239,18 @@ class BodyDecoder:
                 return
             self._keep(out)
 
+    def parts_from(self, start: int) -> list[bytes]:
+        """The decoded pieces kept from piece `start` on (a stop checker reads what is new)."""
+        return self._parts[start:]
+
+    def cut(self) -> bytes:
+        """The body decoded so far, when the transfer was stopped on purpose (a compressed stream is
+        then cut short by design, so it is not checked for completeness)."""
+        self._done = True
+        body = b"".join(self._parts)
+        self._parts = []
+        return body
+
     def finish(self) -> bytes:
         """The decoded body; ContentError if a compressed stream was cut short (unless capped)."""
         if not self._done:

@@ -43,6 +43,24 @@ class Timings:
 
 
 @dataclass(frozen=True, slots=True)
+class StopCondition:
+    """When to stop reading a response body early (fetch/stop.py judges it on the decoded stream).
+
+    `kind` "head": after `</head>` (or the first body content when the head is left implicit);
+    "selector": as soon as CSS `value` matches in what has arrived; "bytes": after int(value)
+    decoded bytes. `label` is the form the record and the WARC name it by: head, selector:CSS, bytes:N.
+    """
+
+    kind: Literal["head", "selector", "bytes"]
+    value: str = ""
+
+    @property
+    def label(self) -> str:
+        """The condition as written: "head", "selector:CSS", "bytes:N"."""
+        return self.kind if self.kind == "head" else f"{self.kind}:{self.value}"
+
+
+@dataclass(frozen=True, slots=True)
 class HttpRequest:
     """One HTTP request as the transport sees it: no redirects are followed below this level."""
 
@@ -51,6 +69,7 @@ class HttpRequest:
     timeout: float = 60.0  # total deadline for this request, seconds
     max_size: int = 10 * 1024 * 1024  # cap on the (decompressed) body, bytes
     method: HttpMethod = "GET"  # HEAD: the response's head only, no body
+    stop: StopCondition | None = None  # read the body only until this holds (None: all of it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +101,9 @@ class HttpResponse:
     remote_addr: str = ""
     http_version: str = ""
     redirects: tuple[RedirectHop, ...] = ()  # hops the transport followed itself, oldest first
+    partial: str = ""  # the stop condition's label when the body was cut there ('' when whole)
+    body_wire_bytes: int = -1  # the body as transferred (encoded); -1: not counted apart (wire_bytes)
+    full_size: int = -1  # the whole body's size on the wire, when known (Content-Length, Content-Range)
 
     def header(self, name: str) -> str | None:
         """The last value of header `name` (case-insensitive), or None."""
@@ -110,6 +132,9 @@ class FetchResult:
     truncated: bool = False
     attempt: int = 1
     remote_addr: str = ""
+    partial: str = ""  # why the body stops early ('' when whole): "head", "selector:CSS", "bytes:N"
+    body_wire_bytes: int = 0  # the body as transferred (encoded), headers aside
+    saved_bytes: int = 0  # what the whole body would have cost more on the wire (known sizes only)
 
     @property
     def error(self) -> bool:
