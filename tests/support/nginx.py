@@ -36,13 +36,14 @@ STOP_TIMEOUT = 5.0
 LOG_FORMAT = (
     '$remote_addr $server_addr $server_port $connection $connection_requests $msec $status '
     '$body_bytes_sent "$request_method" "$request_uri" "$server_protocol" "$http_user_agent" '
-    '$request_time'
+    '$request_time $bytes_sent'
 )
 _LOG_LINE = re.compile(
     r'(?P<remote_addr>\S+) (?P<server_addr>\S+) (?P<server_port>\d+) (?P<connection>\d+) '
     r'(?P<connection_requests>\d+) (?P<msec>[\d.]+) (?P<status>\d+) (?P<bytes_sent>\d+) '
     r'"(?P<method>[^"]*)" "(?P<uri>[^"]*)" "(?P<protocol>[^"]*)" "(?P<user_agent>[^"]*)"'
     r'(?: (?P<request_time>[\d.]+))?'  # optional: lines written before the field was added parse too
+    r'(?: (?P<total_sent>\d+))?'  # $bytes_sent: headers and body as sent (HTTP/2: frames too)
 )
 
 _MIME_TYPES = {
@@ -81,6 +82,7 @@ class LogEntry:
     # Seconds from the request's first byte to the log line (ms resolution); $msec and this come
     # from the same cached clock, so `start` is exact to the millisecond.
     request_time: float = 0.0
+    total_sent: int = 0  # nginx's $bytes_sent: all bytes sent for the request, headers included
 
     @property
     def start(self) -> float:
@@ -107,6 +109,7 @@ def parse_log_line(line: str) -> LogEntry | None:
         protocol=m["protocol"],
         user_agent=m["user_agent"],
         request_time=float(m["request_time"] or 0.0),
+        total_sent=int(m["total_sent"] or 0),
     )
 
 

@@ -19,6 +19,7 @@ from harvestman.model.errors import ConfigError
 from harvestman.model.records import StopCondition
 
 SELECTOR_STEP = 16 * 1024  # the selector is tried again after this many new bytes (or 1/8 of the page)
+MAX_TAG = 256 * 1024  # a tag still open after this many bytes is taken for text (body content)
 _HEAD_ELEMENTS = frozenset({b"html", b"head", b"title", b"base", b"link", b"meta", b"style", b"script",
                             b"noscript", b"template", b"bgsound", b"basefont"})
 # Raw-text elements: their content is skipped to the matching end tag (a "<body>" in a script is text).
@@ -102,8 +103,8 @@ class HeadScanner:
                 continue
             tag = _TAG.match(buf, pos)
             if tag is None:
-                if size - pos > 4096 or (pos + 1 < size and not buf[pos + 1:pos + 2].isalpha()
-                                         and buf[pos + 1:pos + 2] != b"/"):
+                if size - pos > MAX_TAG or (pos + 1 < size and not buf[pos + 1:pos + 2].isalpha()
+                                            and buf[pos + 1:pos + 2] != b"/"):
                     return self._found(pos)  # a stray "<": text, so body content
                 break  # an incomplete tag: wait for the rest
             name = tag.group(2).lower()
