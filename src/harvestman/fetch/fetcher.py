@@ -20,7 +20,15 @@ from harvestman.model.errors import (
     TooManyRedirectsError,
     UnsupportedUrlError,
 )
-from harvestman.model.records import FetchResult, HttpMethod, HttpRequest, HttpResponse, RedirectHop, Timings
+from harvestman.model.records import (
+    FetchResult,
+    HttpMethod,
+    HttpRequest,
+    HttpResponse,
+    RedirectHop,
+    StopCondition,
+    Timings,
+)
 from harvestman.net.urls import header_text, resolve
 
 FETCHABLE_SCHEMES = frozenset({"http", "https"})
@@ -95,10 +103,12 @@ class Fetcher:
         self.hop_check = hop_check
 
     async def fetch(self, url: str, *, headers: Sequence[tuple[str, str]] = (), timeout: float,
-                    max_size: int, attempt: int = 1, method: HttpMethod = "GET") -> FetchResult:
+                    max_size: int, attempt: int = 1, method: HttpMethod = "GET",
+                    stop: StopCondition | None = None) -> FetchResult:
         """Fetch `url` following redirects; failures are returned as a FetchResult with error_class.
 
         `method` HEAD asks every hop for its head only: the result has the headers and no body.
+        `stop`: read each body only until the condition holds (the result says `partial`).
         """
         started_at = time.time()
         start = time.monotonic()
@@ -118,7 +128,7 @@ class Fetcher:
                     raise TimeoutFetchError(f"deadline of {timeout:g}s passed while following redirects")
                 answer = await self.transport.fetch(
                     HttpRequest(current, headers=request_headers, timeout=remaining, max_size=max_size,
-                                method=method))
+                                method=method, stop=stop))
                 wire_bytes += answer.wire_bytes
                 stopped = False
                 # Hops the transport took itself, judged as if taken here. Where one is not to be
@@ -182,6 +192,7 @@ class Fetcher:
             charset, _source = detect_charset(response.body, content_type_header)
             text = decode_text(response.body, charset)
         t = response.timings
+        body_wire = response.body_wire_bytes if response.body_wire_bytes >= 0 else len(response.body)
         return FetchResult(
             url=url,
             final_url=final_url,
@@ -202,4 +213,8 @@ class Fetcher:
             truncated=response.truncated,
             attempt=attempt,
             remote_addr=response.remote_addr,
+            partial=response.partial,
+            body_wire_bytes=body_wire,
+            saved_bytes=max(0, response.full_size - body_wire) if response.partial and response.full_size >= 0
+            else 0,
         )

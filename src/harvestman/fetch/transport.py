@@ -26,7 +26,8 @@ from typing import Any, Protocol
 
 import pycurl
 
-from harvestman.fetch.content import BodyDecoder
+from harvestman.fetch.content import BodyDecoder, media_type
+from harvestman.fetch.stop import StopChecker
 from harvestman.model.config import FetchSettings
 from harvestman.model.errors import (
     BlockedAddressError,
@@ -149,8 +150,8 @@ def curl_error(code: int, message: str) -> FetchError:
 class _Job:
     """State of one request in flight: what the callbacks collect, and the future to resolve."""
 
-    __slots__ = ("blocked", "decoder", "error", "future", "header_bytes", "headers", "max_size",
-                 "redirects", "request", "status", "truncated", "wire_body")
+    __slots__ = ("blocked", "checker", "decoder", "error", "future", "header_bytes", "headers", "max_size",
+                 "partial", "parts_seen", "redirects", "request", "status", "truncated", "wire_body")
 
     def __init__(self, request: HttpRequest, future: asyncio.Future[HttpResponse], *,
                  follow: bool = False) -> None:
@@ -167,6 +168,10 @@ class _Job:
         # With libcurl following redirects: the (status, Location) of each redirect it followed.
         self.redirects: list[tuple[int, str]] | None = [] if follow else None
         self.status = 0  # the status of the head being read (kept only when following)
+        # A stop condition: the transfer is aborted once it holds (HTTP/1.1: the connection closes).
+        self.checker = None if request.stop is None else StopChecker(request.stop)
+        self.parts_seen = 0
+        self.partial = ""
 
     def on_header(self, line: bytes) -> int | None:
         self.header_bytes += len(line)
@@ -217,6 +222,8 @@ class _Job:
             if self.decoder is None:
                 encodings = [v for k, v in self.headers if k.lower() == "content-encoding"]
                 self.decoder = BodyDecoder(encodings, self.max_size)
+                if self.checker is not None:
+                    self.checker = _for_body(self.checker, self.headers)
             self.decoder.feed(chunk)
         except ContentError as exc:
             self.error = exc
@@ -225,7 +232,36 @@ class _Job:
             # Stop reading: the rest of an endless or huge body is never wanted.
             self.truncated = True
             return 0
+        if self.checker is not None:
+            new = self.decoder.parts_from(self.parts_seen)
+            self.parts_seen += len(new)
+            if self.checker.feed_parts(new):
+                self.partial = self.checker.condition.label
+                return 0  # abort: over HTTP/1.1 the connection closes (libcurl cannot keep it)
         return None
+
+
+_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml", ""})
+
+
+def _for_body(checker: StopChecker, headers: list[tuple[str, str]]) -> StopChecker | None:
+    """The checker to apply to a body with these headers: head and selector mean HTML, so any other
+    body is read whole; bytes:N applies to every body."""
+    if checker.condition.kind == "bytes":
+        return checker
+    ctype = media_type(last_header(tuple(headers), "content-type"))
+    return checker if ctype in _HTML_TYPES else None
+
+
+def full_size(headers: Headers) -> int:
+    """The whole body's size on the wire as the head tells it (Content-Range's total, else
+    Content-Length), or -1."""
+    content_range = last_header(headers, "content-range")
+    if content_range and "/" in content_range:
+        total = content_range.rsplit("/", 1)[1].strip()
+        return int(total) if total.isdigit() else -1
+    length = last_header(headers, "content-length")
+    return int(length) if length is not None and length.strip().isdigit() else -1
 
 
 def _check_method(request: HttpRequest) -> None:
@@ -357,7 +393,10 @@ class CurlTransport:
                 curl.setopt(pycurl.NOBODY, 1)
             else:
                 curl.setopt(pycurl.HTTPGET, 1)
-            curl.setopt(pycurl.HTTPHEADER, self._base_headers + [f"{k}: {v}" for k, v in request.headers])
+            base = self._base_headers
+            if request.headers and any(k.lower() == "accept-encoding" for k, _ in request.headers):
+                base = []  # the request's own (a Range request asks for identity)
+            curl.setopt(pycurl.HTTPHEADER, base + [f"{k}: {v}" for k, v in request.headers])
             curl.setopt(pycurl.TIMEOUT_MS, max(1, int(request.timeout * 1000)))
             curl.setopt(pycurl.CONNECTTIMEOUT_MS,
                         max(1, int(min(self.settings.connect_timeout, request.timeout) * 1000)))
@@ -406,10 +445,14 @@ class CurlTransport:
             )
         if job.error is not None:
             raise job.error
-        if code and not (code in _WRITE_ABORT and job.truncated):
+        if code and not (code in _WRITE_ABORT and (job.truncated or job.partial)):
             raise curl_error(code, message)
         body = b""
-        if job.decoder is not None:
+        if job.decoder is not None and job.partial:
+            body = job.decoder.cut()  # stopped on purpose: a compressed stream is cut short
+            if job.checker is not None and job.checker.cut >= 0:
+                body = body[:job.checker.cut]
+        elif job.decoder is not None:
             body = job.decoder.finish()  # may raise ContentError for a cut-short stream
             job.truncated = job.truncated or job.decoder.truncated
         timings = Timings(
@@ -435,6 +478,9 @@ class CurlTransport:
             remote_addr=str(curl.getinfo(pycurl.PRIMARY_IP) or ""),
             http_version=_HTTP_VERSIONS.get(int(curl.getinfo(pycurl.INFO_HTTP_VERSION)), ""),
             redirects=hops,
+            partial=job.partial,
+            body_wire_bytes=job.wire_body,
+            full_size=full_size(tuple(job.headers)) if job.partial else -1,
         )
 
     def _release(self, curl: pycurl.Curl) -> None:
