@@ -118,6 +118,15 @@ def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
     parser.add_argument(
         "--max-size", type=int, metavar="BYTES", help="truncate bodies beyond BYTES (default 10 MiB)"
     )
+    parser.add_argument(
+        "--stop-at", metavar="CONDITION",
+        help="read each page only until: head, selector:CSS or bytes:N (the page is recorded partial)",
+    )
+    parser.add_argument(
+        "--http2", choices=("auto", "always", "never"),
+        help="partial fetches over HTTP/2 where ALPN offers it (auto, default), for every request "
+             "(always), or HTTP/1.1 only (never)",
+    )
     parser.add_argument("--user-agent", help="User-Agent header and robots.txt product token")
     parser.add_argument(
         "--resolve", action="append", metavar="HOST:PORT:ADDR", help="pin a host name to an address"

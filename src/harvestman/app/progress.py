@@ -100,6 +100,13 @@ def print_summary(report: dict[str, Any], console: Console | None = None) -> Non
     table.add_row("URLs with a response", f"{report['responses']:,}")
     table.add_row("hosts", f"{report['host_count']:,}")
     table.add_row("bytes on the wire", human_bytes(report["wire_bytes"]))
+    bandwidth = report.get("bandwidth")
+    if bandwidth:
+        table.add_row("body bytes (as transferred)", human_bytes(bandwidth["body_wire_bytes"]))
+        table.add_row("body bytes (decoded)", human_bytes(bandwidth["decoded_bytes"]))
+        if bandwidth["partial_pages"] or bandwidth["saved_bytes"]:
+            table.add_row("pages read in part", f"{bandwidth['partial_pages']:,}")
+            table.add_row("bytes saved against full fetches", human_bytes(bandwidth["saved_bytes"]))
     if report["first_fetch"]:
         table.add_row("first fetch", report["first_fetch"])
         table.add_row("last fetch", report["last_fetch"])

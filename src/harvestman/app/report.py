@@ -75,6 +75,13 @@ def crawl_report(folder: Path, db: str = "") -> dict[str, Any]:
         "responses": totals.responses,  # URLs that got an HTTP response, of any status
         "errors": dict(sorted(errors.items(), key=lambda kv: -kv[1])),  # URLs per error class
         "wire_bytes": totals.wire_bytes,
+        "bandwidth": {  # headers and bodies on the wire; bodies as transferred and decoded; saved by stops
+            "wire_bytes": totals.wire_bytes,
+            "body_wire_bytes": totals.body_wire_bytes,
+            "decoded_bytes": totals.body_bytes,
+            "saved_bytes": totals.saved_bytes,
+            "partial_pages": totals.partial_pages,
+        },
         "host_count": len(hosts),
         "hosts": {
             h.host: {

@@ -20,7 +20,8 @@ from harvestman.crawl.sitemap_queue import SitemapQueue
 from harvestman.crawl.sitemaps import SitemapPage, sitemap_depths
 from harvestman.crawl.stats import CrawlStats, WorkerSlot, finished_message
 from harvestman.fetch.fetcher import FOLLOW, Fetcher, HopVerdict
-from harvestman.fetch.transport import ACCEPT_ENCODING, CurlTransport, Transport, TransportSettings
+from harvestman.fetch.partial import StopPlan, open_transport
+from harvestman.fetch.transport import ACCEPT_ENCODING, Transport
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import ConfigError, StorageError, error_for
 from harvestman.model.events import Event, EventKind
@@ -120,6 +121,7 @@ class Crawler:
         self._done_total = 0
         self._keys = HostKeys(config.host_key, config.resolve)
         self._politeness = config.politeness  # made once: outcome.decide reads it for every page
+        self._stops = StopPlan.from_fetch(config.fetch)  # None unless pages are to be read in part
         self._links = config.links
         # Hosts whose failure streak the frontier is counting, with the URLs counted in it.
         self._failing_hosts = FailureStreaks()
@@ -192,7 +194,7 @@ class Crawler:
         frontier = self._frontier or self.open_frontier()
         journal = RunJournal(out, sys.stdout if cfg.log_json else None)
         self._listeners.insert(0, journal.event)
-        transport = self._transport or CurlTransport(TransportSettings.from_fetch(cfg.fetch))
+        transport = self._transport or open_transport(cfg.fetch)
         try:
             if worker is None:
                 seeds = await self._prepare(frontier, journal)
@@ -430,8 +432,10 @@ class Crawler:
             if delay > 0:
                 await self._take_turn(host, delay)
             headers = self._conditional_headers(leased)
+            stops = self._stops
             result = await run.fetcher.fetch(leased.url, headers=headers, timeout=cfg.timeout,
-                                             max_size=cfg.max_size, attempt=leased.retries + 1)
+                                             max_size=cfg.max_size, attempt=leased.retries + 1,
+                                             stop=None if stops is None else stops.for_url(leased.url))
             parsed, hosts = (outlinks(result, leased.depth, self._links, run.scope, run.follow,
                                       with_text=run.on_page is not None or run.sinks is not None
                                       or self._scorer is not None,

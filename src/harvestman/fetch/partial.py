@@ -17,15 +17,17 @@ A response assembled from ranges keeps the server's 206 and says what it holds:
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 import urllib.parse
 from typing import Literal
 
 from harvestman.fetch.h2_transport import H2Transport
-from harvestman.fetch.stop import StopChecker
-from harvestman.fetch.transport import Transport, full_size
+from harvestman.fetch.stop import StopChecker, parse_stop
+from harvestman.fetch.transport import CurlTransport, Transport, TransportSettings, full_size
+from harvestman.model.config import FetchSettings
 from harvestman.model.errors import ConfigError, ProtocolFetchError
-from harvestman.model.records import HttpRequest, HttpResponse
+from harvestman.model.records import HttpRequest, HttpResponse, StopCondition
 
 Http2Mode = Literal["auto", "always", "never"]
 HTTP2_MODES = ("auto", "always", "never")
@@ -142,3 +144,38 @@ class PartialTransport:
         await self.curl.aclose()
         if self.h2 is not None:
             await self.h2.aclose()
+
+
+class StopPlan:
+    """Which stop condition a URL gets: the first matching `stop_rules` pattern's, else `stop_at`'s."""
+
+    def __init__(self, stop_at: str, rules: tuple[tuple[str, str], ...] = ()) -> None:
+        self.default = parse_stop(stop_at) if stop_at else None
+        self.rules = [(re.compile(pattern), parse_stop(spec)) for pattern, spec in rules]
+
+    @classmethod
+    def from_fetch(cls, fetch: FetchSettings) -> StopPlan | None:
+        """The plan of a crawl's fetch settings; None when no page is to be stopped."""
+        if not fetch.stop_at and not fetch.stop_rules:
+            return None
+        return cls(fetch.stop_at, fetch.stop_rules)
+
+    def for_url(self, url: str) -> StopCondition | None:
+        """The stop condition of `url` (None: read it whole)."""
+        for pattern, condition in self.rules:
+            if pattern.search(url):
+                return condition
+        return self.default
+
+
+def open_transport(fetch: FetchSettings) -> Transport:
+    """The transport a crawl with these settings fetches with: libcurl alone unless a stop condition
+    or `http2 = "always"` asks for the h2 transport (so the default crawl pays nothing for it)."""
+    settings = TransportSettings.from_fetch(fetch)
+    mode = check_http2_mode(fetch.http2)
+    if mode == "never":
+        settings = dataclasses.replace(settings, http2=False)
+    curl = CurlTransport(settings)
+    if not fetch.stop_at and not fetch.stop_rules and mode != "always":
+        return curl
+    return PartialTransport(curl, None if mode == "never" else H2Transport(settings), mode)

@@ -66,6 +66,9 @@ class FetchSettings:
     resolve: tuple[ResolveEntry, ...]
     allow_net: tuple[str, ...]
     verify_tls: bool
+    http2: str = "auto"
+    stop_at: str = ""
+    stop_rules: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -238,6 +241,14 @@ class CrawlConfig:
     pdf_max_bytes: int = 10 * 1024 * 1024
     # Installed plugins (entry points, crawl/plugins.py) this crawl runs, by name; none by default.
     plugins: tuple[str, ...] = ()
+    # Partial fetches (fetch/partial.py): "auto" takes the h2 transport for a stop condition where
+    # ALPN says h2, "always" for every request there, "never" not at all (HTTP/1.1 only).
+    http2: str = "auto"
+    # Read each page only until this holds: "head", "selector:CSS", "bytes:N"; '' reads it whole.
+    stop_at: str = ""
+    # Per URL pattern (a regular expression searched in the URL), a stop condition; the first
+    # pattern that matches wins over stop_at.
+    stop_rules: tuple[tuple[str, str], ...] = field(default=())
 
     def __post_init__(self) -> None:
         _convert(self)
@@ -349,6 +360,32 @@ def _validate(cfg: CrawlConfig) -> None:
     for name in cfg.plugins:
         if not name.strip():
             raise ConfigError("plugins: a plugin name must not be empty")
+    if cfg.http2 not in HTTP2_MODES:
+        raise ConfigError(f"http2 must be one of {', '.join(HTTP2_MODES)}, got {cfg.http2!r}")
+    for pattern, spec in (("", cfg.stop_at), *cfg.stop_rules):
+        if pattern:
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ConfigError(f"stop_rules: invalid regular expression {pattern!r}: {exc}") from None
+        if spec or pattern:
+            check_stop_spec(spec)
+
+
+HTTP2_MODES = ("auto", "always", "never")
+
+
+def check_stop_spec(spec: str) -> None:
+    """Refuse a stop condition not of the forms head, selector:CSS, bytes:N (the CSS itself is
+    checked when the crawl starts, by fetch/stop.py)."""
+    kind, sep, value = spec.strip().partition(":")
+    if kind == "head" and not sep:
+        return
+    if kind == "bytes" and value.strip().isdigit() and int(value) > 0:
+        return
+    if kind == "selector" and value.strip():
+        return
+    raise ConfigError(f"stop condition {spec!r}: expected head, selector:CSS or bytes:N")
 
 
 def parse_resolve(spec: str) -> ResolveEntry:

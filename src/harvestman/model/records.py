@@ -338,6 +338,11 @@ class CrawlTotals:
     wire_bytes: int
     first_fetch: float  # fetch times of the first and last response (0 when none)
     last_fetch: float
+    # Bandwidth: the bodies as transferred, as decoded, what stopped pages saved, and how many stopped.
+    body_wire_bytes: int = 0
+    body_bytes: int = 0
+    saved_bytes: int = 0
+    partial_pages: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -67,6 +67,9 @@ def decide(result: FetchResult, leased: LeasedUrl, now: float, politeness: Polit
         "wire_bytes": result.wire_bytes,
         "final_url": result.final_url if result.final_url != leased.url else "",
         "title": title,
+        "body_wire_bytes": result.body_wire_bytes,
+        "saved_bytes": result.saved_bytes,
+        "partial": result.partial,
     }
 
     def outcome(**changes: Any) -> FetchOutcome:

@@ -505,9 +505,12 @@ class SqliteStore(SqliteBulk):
             row = self._read().execute(
                 "SELECT COUNT(*) FILTER (WHERE http_status > 0), COALESCE(SUM(wire_bytes), 0),"
                 " COALESCE(MIN(fetch_time) FILTER (WHERE http_status > 0), 0),"
-                " COALESCE(MAX(fetch_time) FILTER (WHERE http_status > 0), 0) FROM urls"
+                " COALESCE(MAX(fetch_time) FILTER (WHERE http_status > 0), 0),"
+            " COALESCE(SUM(body_wire_bytes), 0), COALESCE(SUM(body_size), 0), COALESCE(SUM(saved_bytes), 0),"
+            " COUNT(*) FILTER (WHERE partial <> '') FROM urls"
             ).fetchone()
-        return CrawlTotals(int(row[0]), int(row[1]), float(row[2]), float(row[3]))
+        return CrawlTotals(int(row[0]), int(row[1]), float(row[2]), float(row[3]),
+                           int(row[4]), int(row[5]), int(row[6]), int(row[7]))
 
     def error_counts(self) -> dict[str, int]:
         """Number of URLs per recorded error class."""

@@ -49,6 +49,16 @@ def _clean(value: str) -> str:
     return value.replace("\r", " ").replace("\n", " ")
 
 
+def _stopped(partial: str) -> str:
+    """The fields of a response read only until a stop condition: WARC-Truncated with the reason as
+    a WARC 1.1 future-reason token (stop-head, stop-selector, stop-bytes), and the condition itself
+    (which may hold characters a token may not) in WARC-Stop-Condition."""
+    if not partial:
+        return ""
+    kind = partial.split(":", 1)[0]
+    return f"WARC-Truncated: stop-{_clean(kind)}\r\nWARC-Stop-Condition: {_clean(partial)}\r\n"
+
+
 def _uri_field(uri: str) -> str:
     """The URI as given (non-ASCII included: WARC/1.1 fields are UTF-8), controls and spaces %-encoded."""
     return _NOT_IN_URI_FIELD.sub(lambda m: f"%{ord(m.group()):02X}", uri)
@@ -209,7 +219,7 @@ class WarcWriter:
                 "WARC-Type: response\r\n",
                 f"WARC-Record-ID: {response_id}\r\n",
                 common,
-                "WARC-Truncated: length\r\n" if result.truncated else "",
+                "WARC-Truncated: length\r\n" if result.truncated else _stopped(result.partial),
                 "Content-Type: application/http; msgtype=response\r\n",
                 f"WARC-Payload-Digest: {payload_digest or _sha1(body)}\r\n",
                 f"WARC-Block-Digest: {_sha1(http_head, body)}\r\n",
