@@ -461,6 +461,8 @@ class H2Transport:
         checker = stream.checker
         if stream.partial and checker is not None and checker.cut >= 0:
             body = body[:checker.cut]
+        elif stream.partial and 0 <= stream.full_size <= stream.body_wire:
+            stream.partial = ""  # the stop held on the last bytes: the whole body is here
         total = time.monotonic() - start
         return HttpResponse(
             url=stream.request.url,

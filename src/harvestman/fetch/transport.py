@@ -448,6 +448,9 @@ class CurlTransport:
         if code and not (code in _WRITE_ABORT and (job.truncated or job.partial)):
             raise curl_error(code, message)
         body = b""
+        size = full_size(tuple(job.headers)) if job.partial else -1
+        if job.partial and 0 <= size <= job.wire_body and job.checker is not None and job.checker.cut < 0:
+            job.partial = ""  # the stop held on the last bytes: the whole body is here
         if job.decoder is not None and job.partial:
             body = job.decoder.cut()  # stopped on purpose: a compressed stream is cut short
             if job.checker is not None and job.checker.cut >= 0:
@@ -480,7 +483,7 @@ class CurlTransport:
             redirects=hops,
             partial=job.partial,
             body_wire_bytes=job.wire_body,
-            full_size=full_size(tuple(job.headers)) if job.partial else -1,
+            full_size=size,
         )
 
     def _release(self, curl: pycurl.Curl) -> None:
