@@ -52,9 +52,9 @@ def test_ranges_are_used_where_the_server_accepts_them(tmp_path: Path) -> None:
     assert ranged >= 2
     for response in rest:
         assert response.partial == "head" and response.status == 206
-        assert response.header("content-range", ).startswith("bytes 0-")
+        assert (response.header("content-range") or "").startswith("bytes 0-")
         assert b"</head>" in response.body
-        assert response.full_size == len((srv.root / RANGES / "p1.html").read_bytes()) or response.full_size > 0
+        assert response.full_size >= PAGE
     ranged_entries = entries[1:]
     assert all(e.status == 206 for e in ranged_entries)
     assert len({e.connection for e in ranged_entries}) == 1  # kept alive between the ranges
@@ -88,9 +88,10 @@ def test_without_ranges_the_connection_is_closed_at_the_stop(tmp_path: Path) -> 
 @pytest.mark.parametrize("spec", ["head", "selector:div.late", "bytes:100"])
 def test_a_page_that_arrived_whole_is_not_partial(tmp_path: Path, spec: str) -> None:
     with _serve(tmp_path) as srv:
-        (srv.root / RANGES / "small.html").write_text("<html><head><title>t</title></head><body>x</body></html>")
+        small = "<html><head><title>t</title></head><body>x</body></html>"
+        (srv.root / RANGES / "small.html").write_text(small)
         url = srv.url(RANGES, "/small.html")
-        responses, _ = _fetch([HttpRequest(url, stop=parse_stop(spec)), HttpRequest(url, stop=parse_stop(spec))])
+        responses, _ = _fetch([HttpRequest(url, stop=parse_stop(spec))] * 2)
     whole = (srv.root / RANGES / "small.html").read_bytes()
     for response in responses:
         assert response.body == whole and not response.partial
