@@ -21,13 +21,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from harvestman.fetch.h2_transport import H2Transport  # noqa: E402
-from harvestman.fetch.stop import parse_stop  # noqa: E402
-from harvestman.fetch.transport import CurlTransport, Transport, TransportSettings  # noqa: E402
-from harvestman.model.records import HttpRequest, StopCondition  # noqa: E402
-from harvestman.net.addrguard import AddressGuard  # noqa: E402
-from tests.support.partialpages import head_length, head_page  # noqa: E402
-from tests.support.tlsfixture import TlsNginx, make_pki  # noqa: E402
+from harvestman.fetch.h2_transport import H2Transport
+from harvestman.fetch.stop import parse_stop
+from harvestman.fetch.transport import CurlTransport, Transport, TransportSettings
+from harvestman.model.records import HttpRequest, StopCondition
+from harvestman.net.addrguard import AddressGuard
+from tests.support.partialpages import head_length, head_page
+from tests.support.tlsfixture import TlsNginx, make_pki
 
 
 async def crawl(transport: Transport, urls: list[str], stop: StopCondition | None, concurrency: int) -> float:
@@ -74,11 +74,8 @@ def main() -> None:
             urls = [srv.url(ip, path) for ip, path in paths]
 
             async def run(kind: str) -> tuple[float, int]:
-                transport: Transport
-                if kind == "curl-full":
-                    transport = CurlTransport(settings)
-                else:
-                    transport = H2Transport(settings)
+                transport: Transport = (CurlTransport(settings) if kind == "curl-full"
+                                        else H2Transport(settings))
                 try:
                     stop = parse_stop("head") if kind == "h2-head" else None
                     await crawl(transport, urls[: 2 * len(hosts)], stop, args.concurrency)  # warm up
@@ -100,15 +97,17 @@ def main() -> None:
         for kind, (elapsed, opened, entries) in results.items():
             sent = [e.total_sent for e in entries]
             conns = len({(e.server_addr, e.connection) for e in entries})
-            print(f"  {kind:9s}: {len(entries) / elapsed:7.0f} pages/s, bytes sent/page mean {statistics.mean(sent):9,.0f}"
+            rate = len(entries) / elapsed
+            print(f"  {kind:9s}: {rate:7.0f} pages/s, bytes sent/page mean {statistics.mean(sent):9,.0f}"
                   f" (page mean {mean_page:,.0f}), connections {conns} for {args.hosts} hosts"
                   + (f" (opened {opened})" if opened >= 0 else ""))
         head_entries = results["h2-head"][2]
         over = [e.total_sent - heads[e.uri] for e in head_entries]
         print(f"  head-only: sent - head per page: mean {statistics.mean(over):,.0f}, max {max(over):,}"
               f" bytes (goal <= 16,384); pages over the goal: {sum(o > 16_384 for o in over)}")
+        full_sent = sum(e.total_sent for e in results["h2-full"][2])
         print(f"  head-only: bytes sent / full bytes sent: "
-              f"{sum(e.total_sent for e in head_entries) / sum(e.total_sent for e in results['h2-full'][2]):.3f}")
+              f"{sum(e.total_sent for e in head_entries) / full_sent:.3f}")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,8 @@ from harvestman.model.errors import ConfigError
 from tests.support.crawlcheck import run_cli
 
 DOCS = [
-    (b"<!doctype html><html><head><title>a</head></title><script>'</head>'</script></head><body>x", b"</head>"),
+    (b"<!doctype html><html><head><title>a</head></title><script>'</head>'</script></head><body>x",
+     b"</head>"),
     (b"<html><title>t</title><meta name=x content=\"a>b\"><p>hi", b"<p>hi"),
     (b"<head><link rel=x></HEAD>rest", b"</HEAD>"),
     (b"<html><head><!-- </head> --><style>p{}</style><div>x", b"<div>"),
