@@ -21,7 +21,8 @@ MIN_ACCURACY = 0.85
 
 
 def test_train_predict_save_load(tmp_path: Path) -> None:
-    model = train({"fruit": ["apple pear plum", "pear apple cherry"], "tool": ["hammer saw drill", "saw nail"]})
+    model = train({"fruit": ["apple pear plum", "pear apple cherry"],
+                   "tool": ["hammer saw drill", "saw nail"]})
     probs = model.predict_proba("a ripe pear and an apple")
     assert set(probs) == {"fruit", "tool"} and abs(sum(probs.values()) - 1) < 1e-9
     assert probs["fruit"] > 0.5
@@ -75,13 +76,14 @@ def test_held_out_pages_get_their_category(crawled: tuple[Path, Path, dict[str, 
     before = {url: row["category"] for url, row in rows.items()}
     done = run_cli("classify", str(out), "--model", str(out / "classifier"))
     assert done.returncode == 0, done.stderr
-    after = {row["url"]: row["category"] for row in pq.read_table(out / FEATURES_DIR / PAGES_FILE).to_pylist()}
+    table = pq.read_table(out / FEATURES_DIR / PAGES_FILE).to_pylist()
+    after = {row["url"]: row["category"] for row in table}
     assert after == before
 
 
 def test_one_category_with_negative_examples(crawled: tuple[Path, Path, dict[str, str], str],
                                              tmp_path: Path) -> None:
-    out, site, labels, base = crawled
+    out, site, _labels, base = crawled
     cats = tmp_path / "course.toml"
     cats.write_text(f'[[category]]\nname = "course"\nexamples = ["{site}/course/p[0-4].html"]\n'
                     f'negative = ["{site}/research/p[0-4].html", "{site}/personal/p[0-4].html"]\n')
@@ -98,7 +100,8 @@ BAD_FILES = [
     ('[[category]]\nexamples = ["a.html"]\n', "has no name"),
     ('[[category]]\nname = "a"\nexamples = "a.html"\n[[category]]\nname = "b"\nexamples = ["b"]\n',
      "must be a list"),
-    ('[[category]]\nname = "a"\nexamples = ["x"]\n[[category]]\nname = "a"\nexamples = ["y"]\n', "defined twice"),
+    ('[[category]]\nname = "a"\nexamples = ["x"]\n[[category]]\nname = "a"\nexamples = ["y"]\n',
+     "defined twice"),
     ('[[category]]\nname = "a"\nexamples = ["x"]\n', "needs negative examples"),
     ('[[category]]\nname = "a"\nexamples = ["nothing-*.html"]\n[[category]]\nname = "b"\nexamples = ["b"]\n',
      "matches no file"),

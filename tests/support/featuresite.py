@@ -25,7 +25,8 @@ DE_PARAGRAPHS = (
 FR_PARAGRAPHS = (
     "La bibliothèque est ouverte tous les jours de la semaine à partir de neuf heures. Les étudiants "
     "peuvent emprunter jusqu'à dix livres à la fois.",
-    "Le groupe de lecture se réunit chaque mardi dans l'aile ouest du bâtiment. Les nouveaux membres sont les bienvenus.",
+    "Le groupe de lecture se réunit chaque mardi dans l'aile ouest du bâtiment. Les nouveaux membres "
+    "sont les bienvenus.",
 )
 
 
@@ -33,9 +34,10 @@ def page(title: str, lang: str, paragraphs: tuple[str, ...], *, description: str
          headings: tuple[str, ...] = ()) -> str:
     """A page with a nav, a sidebar, a footer and a script around its main content."""
     meta = f'<meta name="description" content="{description}">' if description else ""
-    sections = "".join(f"<h2>{heading}</h2><p>{text}</p>"
-                       for heading, text in zip(headings or ("",) * len(paragraphs), paragraphs, strict=False))
-    if not headings:
+    if headings:
+        sections = "".join(f"<h2>{heading}</h2><p>{text}</p>"
+                           for heading, text in zip(headings, paragraphs, strict=False))
+    else:
         sections = "".join(f"<p>{text}</p>" for text in paragraphs)
     sidebar = '<aside role="complementary"><h3>Related</h3><a href="/fr.html">Elsewhere</a></aside>'
     return (f'<!doctype html><html lang="{lang}"><head><meta charset="utf-8"><title>{title}</title>{meta}'
@@ -64,7 +66,7 @@ def write_language_site(root: Path) -> dict[str, str]:
 VOCABULARY = {
     "course": "syllabus lecture homework assignment exam midterm grading tutorial semester credits "
               "prerequisites textbook lab quiz enrollment instructor office hours schedule readings "
-              "project deadline solutions", 
+              "project deadline solutions",
     "department": "faculty department chair admissions undergraduate graduate programs staff "
                   "directory seminar series colloquium news events building campus degree "
                   "curriculum dean office contact openings",
@@ -74,8 +76,9 @@ VOCABULARY = {
                 "laboratory hypothesis analysis paper conference journal simulation model "
                 "findings methodology theorem proof evaluation",
 }
-COMMON = ("the of and to in for is on with this that are at by from we our page about more have "
-          "will can all new see also here information").split()
+COMMON = ("the", "of", "and", "to", "in", "for", "is", "on", "with", "this", "that", "are", "at", "by",
+          "from", "we", "our", "page", "about", "more", "have", "will", "can", "all", "new", "see",
+          "also", "here", "information")
 
 
 def _text(rng: random.Random, words: list[str], sentences: int) -> str:
