@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harvestman import __version__
-from harvestman.app import cli_batch, cli_cycle
+from harvestman.app import cli_batch, cli_cycle, cli_features
 from harvestman.app.progress import ProgressDisplay, print_summary
 from harvestman.app.report import EXPORT_FORMATS, EXPORT_WHAT, crawl_report, export_records
 from harvestman.app.seeds import check_seeds, run_verdict
@@ -149,6 +149,11 @@ def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
         "--plugin", action="append", dest="plugins", metavar="NAME",
         help="run the installed plugin NAME (an entry point; repeatable; see docs/plugins.md)",
     )
+    parser.add_argument(
+        "--features", action="store_true", default=None,
+        help="compute each HTML page's features (text, sentences, n-grams, language...) into "
+             "DIR/features/ (costs CPU a page; `harvestman features DIR` does it afterwards)",
+    )
     parser.add_argument("--quiet", "-q", action="store_true", default=None, help="no progress display")
     parser.add_argument(
         "--log-json", action="store_true", default=None, help="print every event as a JSON line"
@@ -178,7 +183,8 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument(
         "--what", choices=EXPORT_WHAT, default="urls",
         help="urls: one record per URL; links: one row per link of each fetched HTML page "
-             "(from_url, to_url, anchor, kind, nofollow)",
+             "(from_url, to_url, anchor, kind, nofollow); pages: one row per HTML page with its "
+             "features (harvestman features DIR, or a crawl with --features)",
     )
     export.add_argument(
         "--format", choices=EXPORT_FORMATS, default="jsonl",
@@ -209,6 +215,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--quiet", "-q", action="store_true", default=None, help="no progress display")
     cli_batch.add_commands(commands)
+    cli_features.add_commands(commands)
     return parser
 
 
@@ -407,12 +414,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "export":
             written = export_records(args.dir, args.format, args.output, args.db, what=args.what)
             what = "index lines" if args.format == "cdxj" else "links" if args.what == "links" else "records"
+            what = "pages" if args.what == "pages" else what
             print(f"{written.count} {what} written to {written.path}")
             return EXIT_OK
         if args.command == "demo":
             return run_demo(args.out, args.quiet)
         if args.command in cli_batch.COMMANDS:
             return cli_batch.run(args)
+        if args.command in cli_features.COMMANDS:
+            return cli_features.run(args)
     except ConfigError as exc:
         print(f"harvestman: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

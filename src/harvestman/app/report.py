@@ -18,7 +18,8 @@ from harvestman.store.frontier import CrawlDb
 
 EXPORT_BATCH = 10_000
 EXPORT_FORMATS = ("jsonl", "parquet", "cdxj")
-EXPORT_WHAT = ("urls", "links")  # one record per URL, or one row per edge of the link graph
+EXPORT_WHAT: tuple[str, ...] = ("urls", "links")  # one record per URL, or one row per edge of the link graph
+EXPORT_WHAT += ("pages",)  # one row per HTML page with its features (index/pages.py)
 _TIME_FIELDS = ("fetch_time", "next_fetch_time")  # epoch seconds in the database; 0 means never
 
 
@@ -129,6 +130,10 @@ def export_records(folder: Path, fmt: str, output: Path | None = None, db: str =
         raise ConfigError(f"unknown export format {fmt!r}: use {', '.join(EXPORT_FORMATS)}")
     if what not in EXPORT_WHAT:
         raise ConfigError(f"unknown export {what!r}: use {', '.join(EXPORT_WHAT)}")
+    if what == "pages":
+        if fmt == "cdxj":
+            raise ConfigError("--what pages is written as jsonl or parquet, not cdxj")
+        return _export_pages(folder, fmt, output or Path(folder) / f"pages.{fmt}")
     if what == "links":
         if fmt == "cdxj":
             raise ConfigError("--what links is written as jsonl or parquet, not cdxj")
@@ -172,6 +177,19 @@ def _export_links(folder: Path, fmt: str, path: Path, db: str) -> Exported:
         return Exported(path, count)
     finally:
         crawl.close()
+
+
+def _export_pages(folder: Path, fmt: str, path: Path) -> Exported:
+    """One row per HTML page with its features, as stored in DIR/features (index/pages.py)."""
+    from harvestman.index.pages import read_pages, to_row, write_pages
+
+    pages = read_pages(folder)
+    if fmt == "parquet":
+        return Exported(path, write_pages(pages, path))
+    with open(path, "w", encoding="utf-8") as out:
+        for page in pages:
+            out.write(json.dumps(to_row(page), ensure_ascii=False) + "\n")
+    return Exported(path, len(pages))
 
 
 def _write_parquet_rows(rows: Iterable[dict[str, Any]], schema: Any, path: Path) -> int:

@@ -7,7 +7,7 @@ import contextlib
 import sys
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harvestman.crawl.documents import document_parsers
@@ -15,7 +15,7 @@ from harvestman.crawl.pagelinks import outlinks, page_links
 from harvestman.crawl.plugins import load_plugins, with_plugin_scorer
 from harvestman.crawl.robots_gate import RobotsGate
 from harvestman.crawl.seeding import store_seeds
-from harvestman.crawl.sinks import SinkContext, SinkFactory, SinkPipeline
+from harvestman.crawl.sinks import PageFeaturer, SinkContext, SinkFactory, SinkPipeline, features_stage
 from harvestman.crawl.sitemap_queue import SitemapQueue
 from harvestman.crawl.sitemaps import SitemapPage, sitemap_depths
 from harvestman.crawl.stats import CrawlStats, WorkerSlot, finished_message
@@ -105,6 +105,10 @@ class Crawler:
         self.config = config
         self.worker = worker  # None: this process runs the whole crawl
         self._sink_factories = tuple(sinks) + plugins.index_writers
+        self._featurer: PageFeaturer | None = None  # opt-in: the default crawl pays one check a page
+        if config.features:
+            self._featurer, store_features = features_stage()
+            self._sink_factories += (store_features,)
         self._parsers = document_parsers(config.documents, plugins.parsers)  # feeds, PDF, plugins'
         self._refine = plugins.refiner()  # None without URL plugins: no call per link
         self.stats = CrawlStats()
@@ -479,6 +483,8 @@ class Crawler:
             self._account(decision, result, leased, run)
             if (run.on_page is not None or run.sinks is not None) and result.status and decision.final:
                 page = CrawledPage(result, parsed, leased.depth, tuple(links))
+                if self._featurer is not None:
+                    page = replace(page, features=self._featurer(page))
                 if run.sinks is not None:
                     run.sinks.write(page)
                 if run.on_page is not None:

@@ -13,12 +13,13 @@ keeps every response, retried ones too, written before the commit the crash-safe
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from harvestman.model.records import CrawledPage
+from harvestman.model.records import CrawledPage, PageFeatures
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +45,19 @@ class PageSink(Protocol):
 
 
 SinkFactory = Callable[[], PageSink]
+# A page's features (None for a page that has none: not HTML, not a 200), computed before the sinks
+# and the library's consumer see the page.
+PageFeaturer = Callable[[CrawledPage], PageFeatures | None]
+# Where `features` (--features) finds its featurer and its Parquet sink: the index layer, above this
+# one. Loaded by name, as plugins are (crawl/plugins.py), so that crawl/ never imports index/, and
+# every process that crawls (forked or spawned workers, a library's Crawler) gets them from the setting.
+FEATURES_MODULE = "harvestman.index.sink"
+
+
+def features_stage() -> tuple[PageFeaturer, SinkFactory]:
+    """The page featurer and the sink that stores features, for a crawl with `features` on."""
+    module = importlib.import_module(FEATURES_MODULE)
+    return module.page_features, module.FeatureSink
 
 
 class SinkPipeline:

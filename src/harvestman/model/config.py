@@ -152,6 +152,7 @@ class ExtensionSettings:
     """Which installed plugins (Python entry points, crawl/plugins.py) a crawl runs: none unless named."""
 
     plugins: tuple[str, ...]
+    features: bool  # each HTML page's features (text, sentences, n-grams...: index/features.py)
 
 
 # Section name (a CrawlConfig property, and a TOML table) -> its record.
@@ -249,6 +250,10 @@ class CrawlConfig:
     # Per URL pattern (a regular expression searched in the URL), a stop condition; the first
     # pattern that matches wins over stop_at.
     stop_rules: tuple[tuple[str, str], ...] = field(default=())
+    # Each HTML page's features (visible text, sentences, tag counts, n-grams, language, headings:
+    # index/features.py) into DIR/features/; off by default, as they cost ~3.7 ms of CPU a page
+    # (bench/feature_costs.py).
+    features: bool = False
 
     def __post_init__(self) -> None:
         _convert(self)

@@ -208,6 +208,26 @@ class ParsedPage:
 
 
 @dataclass(frozen=True, slots=True)
+class PageFeatures:
+    """What index/features.py finds in one HTML page (seed 000's "features of a page"), and its class.
+
+    Pairs rather than dicts keep the record frozen and its order fixed (most frequent first).
+    """
+
+    url: str  # the page's URL (where redirects ended: the WARC record's target)
+    title: str = ""
+    description: str = ""  # <meta name="description">
+    headings: tuple[tuple[int, str], ...] = ()  # (level 1-6, text), in document order
+    text: str = ""  # the visible main text, without script, style and navigation boilerplate
+    sentences: tuple[str, ...] = ()
+    language: str = ""  # ISO 639-1 code, detected from the text ('' when there is too little)
+    tag_counts: tuple[tuple[str, int], ...] = ()  # DOM element name -> count, most frequent first
+    ngrams: tuple[tuple[str, int], ...] = ()  # word 1-, 2- and 3-grams with counts, the top k of each
+    category: str = ""  # set by a classifier (index/classify.py); '' when not classified
+    category_probability: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
 class CrawledPage:
     """A page as the crawler hands it to library users: the fetch result and what was parsed."""
 
@@ -215,6 +235,7 @@ class CrawledPage:
     parsed: ParsedPage | None
     depth: int
     outlinks: tuple[str, ...] = ()  # normalized, in-scope links queued from this page
+    features: PageFeatures | None = None  # an HTML page's features, when the crawl has `features` on
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,1 @@
+"""Over what was crawled: page features, classification, search, structured extraction."""
