@@ -114,9 +114,12 @@ def fetched_pages(folder: Path, wanted: set[str]) -> Iterator[FetchedPage]:
             with path.open("rb") as stream:
                 records = ArchiveIterator(stream)
                 for record in records:
-                    if record.rec_type == "response" and records.get_record_offset() in chosen[path]:
-                        yield FetchedPage(record.rec_headers.get_header("WARC-Target-URI") or "",
-                                          record.content_stream().read(),
+                    if record.rec_type != "response" or record.http_headers is None:
+                        continue
+                    # The body first: warcio's get_record_offset() reads the record to its end.
+                    body = record.content_stream().read()
+                    if records.get_record_offset() in chosen[path]:
+                        yield FetchedPage(record.rec_headers.get_header("WARC-Target-URI") or "", body,
                                           record.http_headers.get_header("Content-Type") or "")
     except OSError as exc:
         raise StorageError(f"cannot read the WARC files of {folder}: {exc}") from None
@@ -142,14 +145,18 @@ def page_categories(folder: Path) -> dict[str, str] | None:
 
 
 def parse_page(page: FetchedPage) -> Any:
-    """The page as a tree extruct and the field rules both read (its charset found as the crawl does)."""
+    """The page as a tree extruct and the field rules both read (its charset found as the crawl does);
+    None when there is no document to parse."""
     from extruct.utils import parse_xmldom_html
 
     charset, _ = detect_charset(page.body, page.content_type)
     text = decode_text(page.body, charset)
     # Given as UTF-8 bytes with the encoding named: lxml would decode bytes without one as Latin-1,
     # and refuses str input that carries an XML encoding declaration.
-    return parse_xmldom_html(text.encode("utf-8", "surrogatepass"), encoding="utf-8")
+    try:
+        return parse_xmldom_html(text.encode("utf-8", "surrogatepass"), encoding="utf-8")
+    except Exception:  # lxml's ParserError on an empty or wholly unreadable document: no tree
+        return None
 
 
 @dataclass
@@ -213,6 +220,9 @@ def extract(folder: Path, *, db: str = "", rules: Sequence[FieldRule] = ()) -> E
     for page in fetched_pages(folder, pages_to_read(folder, db)):
         pages += 1
         tree = parse_page(page)
+        if tree is None:
+            broken += 1
+            continue
         found = page_items(tree, page.url)
         broken += len(found.errors)
         for position, item in enumerate(found.items):

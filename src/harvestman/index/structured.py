@@ -101,7 +101,7 @@ def _microdata(item: Mapping[str, Any]) -> dict[str, Any]:
     """A microdata item (extruct's type/properties/id shape) as a JSON-LD-shaped object, nested too."""
     out: dict[str, Any] = {}
     if item.get("type"):
-        out["@type"] = item["type"]
+        out["@type"] = _short_types(item["type"])
     if isinstance(item.get("id"), str):
         out["@id"] = item["id"]
     for key, value in (item.get("properties") or {}).items():
@@ -122,6 +122,12 @@ def _local(iri: str) -> str:
     return re.split(r"[/#]", iri.rstrip("/#"))[-1] or iri
 
 
+def _short_types(value: Any) -> str | list[str]:
+    """Type IRIs as local names (https://schema.org/Offer -> Offer), one as a string, as JSON-LD has them."""
+    names = [_local(t) for t in _types(value)]
+    return names[0] if len(names) == 1 else names
+
+
 def _rdfa_objects(nodes: list[Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
     """RDFa's expanded JSON-LD as compact objects: typed nodes, blank nodes that others refer to
     inlined where they are referred to (so a Place inside an Event is a nested value, as in JSON-LD)."""
@@ -130,7 +136,7 @@ def _rdfa_objects(nodes: list[Mapping[str, Any]]) -> Iterator[dict[str, Any]]:
                 and isinstance(values, list) for v in values if isinstance(v, dict) and "@id" in v}
 
     def compact(node: Mapping[str, Any], seen: frozenset[str]) -> dict[str, Any]:
-        out: dict[str, Any] = {"@type": [_local(t) for t in _types(node.get("@type"))]}
+        out: dict[str, Any] = {"@type": _short_types(node.get("@type"))}
         node_id = node.get("@id")
         if isinstance(node_id, str) and not node_id.startswith("_:"):
             out["@id"] = node_id
