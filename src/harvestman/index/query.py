@@ -243,7 +243,7 @@ class QuerySession:
         import duckdb
 
         if not sql.strip():
-            raise ConfigError(f"no SQL given; tables: {', '.join(self.tables)}")
+            raise ConfigError(f"no SQL given; tables: {', '.join(sorted(self.tables))}")
         try:
             calls = search_calls(sql)
             if calls:
@@ -255,7 +255,7 @@ class QuerySession:
             return QueryResult(columns, tuple(cursor.fetchall()))
         except duckdb.Error as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-            raise ConfigError(f"{first} (tables: {', '.join(self.tables)}; "
+            raise ConfigError(f"{first} (tables: {', '.join(sorted(self.tables))}; "
                               f"search('words') for full-text hits)") from None
 
     def close(self) -> None:
