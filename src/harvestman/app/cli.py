@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harvestman import __version__
-from harvestman.app import cli_batch, cli_cycle, cli_features
+from harvestman.app import cli_batch, cli_cycle, cli_extract, cli_features
 from harvestman.app.progress import ProgressDisplay, print_summary
 from harvestman.app.report import EXPORT_FORMATS, EXPORT_WHAT, crawl_report, export_records
 from harvestman.app.seeds import check_seeds, run_verdict
@@ -216,6 +216,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--quiet", "-q", action="store_true", default=None, help="no progress display")
     cli_batch.add_commands(commands)
     cli_features.add_commands(commands)
+    cli_extract.add_commands(commands)
     return parser
 
 
@@ -423,6 +424,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cli_batch.run(args)
         if args.command in cli_features.COMMANDS:
             return cli_features.run(args)
+        if args.command in cli_extract.COMMANDS:
+            return cli_extract.run(args)
     except ConfigError as exc:
         print(f"harvestman: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
