@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harvestman import __version__
-from harvestman.app import cli_batch, cli_cycle
+from harvestman.app import cli_batch, cli_cycle, cli_recrawl
 from harvestman.app.progress import ProgressDisplay, print_summary
 from harvestman.app.report import EXPORT_FORMATS, EXPORT_WHAT, crawl_report, export_records
 from harvestman.app.seeds import check_seeds, run_verdict
@@ -200,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--quiet", "-q", action="store_true", default=None, help="no progress display")
     cli_batch.add_commands(commands)
+    cli_recrawl.add_commands(commands)
     return parser
 
 
@@ -404,6 +405,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return run_demo(args.out, args.quiet)
         if args.command in cli_batch.COMMANDS:
             return cli_batch.run(args)
+        if args.command in cli_recrawl.COMMANDS:
+            return cli_recrawl.run(args)
     except ConfigError as exc:
         print(f"harvestman: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -202,4 +202,5 @@ class Fetcher:
             truncated=response.truncated,
             attempt=attempt,
             remote_addr=response.remote_addr,
+            body_wire_bytes=response.body_wire_bytes,
         )

@@ -228,6 +228,11 @@ class _Job:
         return None
 
 
+def _asks_encoding(headers: Headers) -> bool:
+    """Whether a request names its own Accept-Encoding (then it replaces the default one)."""
+    return any(k.lower() == "accept-encoding" for k, _ in headers)
+
+
 def _check_method(request: HttpRequest) -> None:
     """Refuse a method we do not send (the type allows only GET and HEAD; this catches the untyped)."""
     if request.method != "GET" and request.method != "HEAD":
@@ -357,7 +362,10 @@ class CurlTransport:
                 curl.setopt(pycurl.NOBODY, 1)
             else:
                 curl.setopt(pycurl.HTTPGET, 1)
-            curl.setopt(pycurl.HTTPHEADER, self._base_headers + [f"{k}: {v}" for k, v in request.headers])
+            base = self._base_headers
+            if request.headers and _asks_encoding(request.headers):  # one given (a HEAD for the size)
+                base = []
+            curl.setopt(pycurl.HTTPHEADER, base + [f"{k}: {v}" for k, v in request.headers])
             curl.setopt(pycurl.TIMEOUT_MS, max(1, int(request.timeout * 1000)))
             curl.setopt(pycurl.CONNECTTIMEOUT_MS,
                         max(1, int(min(self.settings.connect_timeout, request.timeout) * 1000)))
@@ -435,6 +443,7 @@ class CurlTransport:
             remote_addr=str(curl.getinfo(pycurl.PRIMARY_IP) or ""),
             http_version=_HTTP_VERSIONS.get(int(curl.getinfo(pycurl.INFO_HTTP_VERSION)), ""),
             redirects=hops,
+            body_wire_bytes=job.wire_body,
         )
 
     def _release(self, curl: pycurl.Curl) -> None:

@@ -82,6 +82,7 @@ class HttpResponse:
     remote_addr: str = ""
     http_version: str = ""
     redirects: tuple[RedirectHop, ...] = ()  # hops the transport followed itself, oldest first
+    body_wire_bytes: int = 0  # the body as transferred (content-encoded), headers aside
 
     def header(self, name: str) -> str | None:
         """The last value of header `name` (case-insensitive), or None."""
@@ -110,6 +111,7 @@ class FetchResult:
     truncated: bool = False
     attempt: int = 1
     remote_addr: str = ""
+    body_wire_bytes: int = 0  # the final response's body as transferred (content-encoded)
 
     @property
     def error(self) -> bool:

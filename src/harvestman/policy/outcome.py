@@ -65,6 +65,7 @@ def decide(result: FetchResult, leased: LeasedUrl, now: float, politeness: Polit
         "content_type": result.content_type,
         "body_size": result.body_size,
         "wire_bytes": result.wire_bytes,
+        "body_wire_bytes": result.body_wire_bytes,
         "final_url": result.final_url if result.final_url != leased.url else "",
         "title": title,
     }
