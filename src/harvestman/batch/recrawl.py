@@ -22,7 +22,6 @@ that the lastmods it compares are the sitemaps' current ones.
 from __future__ import annotations
 
 import dataclasses
-import json
 import time
 from collections import Counter
 from collections.abc import Callable
@@ -36,8 +35,9 @@ from harvestman.batch.fetch_segment import FetchedSegment, fetch_segment
 from harvestman.batch.simhash import hamming
 from harvestman.batch.updatedb import updatedb
 from harvestman.batch.warcpages import simhashes_in, warc_files
+from harvestman.crawl.sitemaps import lastmod_text, parse_sitemap
 from harvestman.model.config import RECRAWL_STRATEGIES, CrawlConfig
-from harvestman.model.errors import ConfigError
+from harvestman.model.errors import ConfigError, StorageError
 from harvestman.model.records import FetchOutcome, LinkKind, UrlRecord, UrlState
 from harvestman.store.frontier import Store
 from harvestman.store.sqlite_store import SqliteStore
@@ -156,16 +156,31 @@ def _default_fetch(folder: Path, cfg: CrawlConfig, segment: Path) -> FetchedSegm
     return fetch_segment(folder, cfg, segment)
 
 
-def _refresh_lastmods(folder: Path, cfg: CrawlConfig, segment: Path, pages: set[str]) -> None:
-    """Copy the lastmods the sitemaps just fetched gave the crawl's pages into its database."""
-    seg = SqliteStore.open_read_only(segment / segments.STORE)
-    try:
-        found = [(r.url, json.loads(r.metadata)) for r in seg.records() if r.url in pages and r.metadata]
-    finally:
-        seg.close()
+def _refresh_lastmods(folder: Path, cfg: CrawlConfig, segment: Path) -> None:
+    """Give the crawl's pages the lastmods of the sitemaps just fetched (read from the segment's WARC
+    files: the segment's engine, fetching no deeper than its list, keeps no lastmod)."""
+    from warcio.archiveiterator import ArchiveIterator  # only a re-crawl by sitemap reads them here
+
+    found: list[tuple[str, dict[str, str]]] = []
+    for path in sorted((segment / "warc").glob("*.warc.gz")):
+        try:
+            with path.open("rb") as stream:
+                for record in ArchiveIterator(stream):
+                    if record.rec_type != "response" or record.http_headers is None \
+                            or record.http_headers.get_statuscode() != "200":
+                        continue
+                    url = record.rec_headers.get_header("WARC-Target-URI") or ""
+                    body = record.content_stream().read()
+                    sitemap = parse_sitemap(body, url, max_length=cfg.max_url_length)
+                    found.extend((e.url, {"lastmod": lastmod_text(e.lastmod)})
+                                 for e in sitemap.pages if e.lastmod is not None)
+        except Exception as exc:  # warcio raises plain exceptions on a damaged file
+            raise StorageError(f"cannot read WARC file {path}: {exc}") from None
+    if not found:
+        return
     store = open_crawl_store(folder, cfg.db, cfg)
     try:
-        store.set_metadata((url, meta) for url, meta in found if isinstance(meta, dict))
+        store.set_metadata(found)
     finally:
         store.close()
 
@@ -182,18 +197,21 @@ def recrawl(folder: Path, cfg: CrawlConfig, *, strategy: str = "conditional", al
     store = open_crawl_store(folder, cfg.db, cfg)
     try:
         seeds = stored_seeds(store)
-        sitemaps = _sitemaps(store) if strategy == "sitemap" else []
-        leave_out = {r.url for r in sitemaps}
-        pages = [r for r in store.records() if r.url not in leave_out] if sitemaps else []
+        # Known to every segment, so that the engine does not fetch them again where robots.txt
+        # names them: fetched when due (or --all), or first of all by `sitemap`.
+        sitemaps = _sitemaps(store)
+        seed_rows = [r for url in seeds if (r := store.get(url)) is not None]
     finally:
         store.close()
-    if sitemaps:
-        segment = _write_segment(folder, sitemaps, pages, seeds, now)
+    leave_out = {r.url for r in sitemaps} if strategy == "sitemap" else set()
+    if leave_out:
+        first = [r for r in seed_rows if r.url not in leave_out]
+        segment = _write_segment(folder, sitemaps, first, seeds, now)
         fetched = fetch(folder, cfg.replace(recrawl_strategy="conditional"), segment)
         if not fetched.done:
             report.stopped = True
             return report
-        _refresh_lastmods(folder, cfg, segment, {r.url for r in pages})
+        _refresh_lastmods(folder, cfg, segment)
         sitemap_rows: list[tuple[FetchOutcome, UrlRecord]] = []
 
         def keep(pairs: list[tuple[FetchOutcome, UrlRecord]]) -> list[tuple[FetchOutcome, UrlRecord]]:
@@ -205,13 +223,15 @@ def recrawl(folder: Path, cfg: CrawlConfig, *, strategy: str = "conditional", al
     store = open_crawl_store(folder, cfg.db, cfg)
     try:
         chosen = _select(store, cfg, all_urls=all_urls, now=now, leave_out=leave_out)
-        seed_rows = [r for url in seeds if url not in {c.url for c in chosen} and (r := store.get(url))]
+        taken = {c.url for c in chosen}
+        known = [r for url in seeds if url not in taken and (r := store.get(url))]
+        known += [r for r in sitemaps if r.url not in taken and r.url not in seeds]
     finally:
         store.close()
     report.wire_bytes = report.sitemap_bytes
     if not chosen:
         return report
-    segment = _write_segment(folder, chosen, seed_rows, seeds, now + 1 if sitemaps else now)
+    segment = _write_segment(folder, chosen, known, seeds, now + 1 if leave_out else now)
     report.segment = segment.name
     fetched = fetch(folder, cfg.replace(recrawl_strategy=strategy), segment)
     if not fetched.done:

@@ -1,8 +1,9 @@
 """How `harvestman recrawl` checks a page it fetched before, by strategy, before (or instead of) a GET.
 
 - conditional: a GET with If-None-Match / If-Modified-Since from the stored validators (a 304 is
-  not_modified, no body). Where the last fetch had neither validator, the size check below stands
-  in when the page's size is known, else a plain GET; `checked_by` says which.
+  not_modified, no body). Where the last fetch had neither validator, a plain GET (`checked_by`
+  "full"; the same body again is still not_modified, by its signature): the size check would
+  save more bytes there, and miss the changes that keep the size.
 - size: the seed's comparator (003): a HEAD first, asking for no compression so that its
   Content-Length is the decoded size the crawl stored; when it (and the validators the server
   gives, if the crawl had them) equals the stored one, no GET. Blind spot: a change that keeps the
@@ -91,12 +92,11 @@ class RecrawlCheck:
             if lastmod is not None and lastmod <= prior.fetch_time:
                 return Checked("sitemap", unchanged=self._unchanged(leased, prior, "sitemap", None))
             strategy = "conditional"
-        validators = _validators(leased)
         if strategy == "conditional":
-            if validators:
-                return Checked("conditional", extra + validators)
-            if prior.body_size <= 0:
-                return Checked("full", extra)
+            validators = _validators(leased)
+            # No validator: a full GET, not the size check, which would miss a change that keeps
+            # the size (tests/test_recrawl.py measures it): conditional finds every change.
+            return Checked("conditional", extra + validators) if validators else Checked("full", extra)
         return await self._size_check(leased, prior, fetcher)
 
     async def _size_check(self, leased: LeasedUrl, prior: UrlRecord, fetcher: Fetcher) -> Checked:
