@@ -62,7 +62,8 @@ def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Web]:
     b_port = free_port(B)
     b = ChangingSite(plain_root, f"http://{B}:{b_port}", PAGES, seed=4)
     b.write()
-    routes = {p: _static(plain_root, p) for p in ["/", "/index.html", "/robots.txt", "/sitemap.xml", *b.paths()]}
+    served = ["/", "/index.html", "/robots.txt", "/sitemap.xml", *b.paths()]
+    routes = {p: _static(plain_root, p) for p in served}
     routes["/"] = _static(plain_root, "/index.html")
     plain = RouteServer(routes, host=B, port=b_port)  # type: ignore[arg-type]
     with nginx, plain:
@@ -118,7 +119,8 @@ def test_each_strategy_finds_what_it_should(web: Web, tmp_path: Path, strategy: 
     report = _recrawl(out, "--all", "--strategy", strategy)
     after = _records(out)
     found = _found(out, web)
-    same_size_on_b = {u for u, kind in web.changed.items() if kind == "same_size" and u.startswith(web.b.base)}
+    same_size_on_b = {u for u, kind in web.changed.items()
+                      if kind == "same_size" and u.startswith(web.b.base)}
     if strategy == "size":
         # The seed's comparator: a change that keeps the size is missed where no validator tells it
         # (nginx's ETag and Last-Modified do).
