@@ -231,3 +231,45 @@ def test_bad_input_is_a_one_line_error(web: Web, tmp_path: Path) -> None:
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("harvestman: error: ") and words in lines[0], lines
+
+
+def _no_length(body: bytes) -> object:
+    """A route answering without Content-Length (the body ends with the connection), no validators."""
+
+    def serve(handler: RouteHandler) -> None:
+        handler.send_response(200)
+        handler.send_header("Content-Type", "text/html")
+        handler.send_header("Connection", "close")
+        handler.end_headers()
+        if handler.command != "HEAD":
+            handler.wfile.write(body)
+        handler.close_connection = True
+
+    return serve
+
+
+def test_size_without_content_length_falls_back_to_a_full_get(tmp_path: Path) -> None:
+    pages = {"/": b"<title>home</title><a href='/a'>a</a><a href='/b'>b</a>", "/a": b"<p>alpha",
+             "/b": b"<p>beta"}
+    routes = {path: _no_length(body) for path, body in pages.items()}
+    with RouteServer(routes, host="127.63.0.9") as server:  # type: ignore[arg-type]
+        out = tmp_path / "crawl"
+        done = run_cli("crawl", server.url("/"), "--out", str(out), *NET, "-q")
+        assert done.returncode == 0, done.stderr
+        server.routes["/b"] = _no_length(b"<p>BETA")  # the same size, told by no Content-Length
+        report = _recrawl(out, "--all", "--strategy", "size")
+    rows = _records(out)
+    # No Content-Length on the HEAD: each page had a full GET, said so, and the change was found.
+    assert {rows[server.url(p)].checked_by for p in ("/", "/a", "/b")} == {"full"}
+    assert rows[server.url("/b")].change in ("minor", "major")
+    assert rows[server.url("/a")].change == "unchanged"
+    assert report["changed"] == 1 and report["unchanged"] == 2
+
+
+def test_sitemap_lastmods_are_read_as_w3c_datetimes() -> None:
+    from harvestman.crawl.recrawl import lastmod_time
+
+    assert lastmod_time("2024-05-01") == 1714521600.0
+    assert lastmod_time("2024-05-01T10:20:30Z") == 1714558830.0
+    assert lastmod_time("2024-05-01T12:20:30+02:00") == 1714558830.0
+    assert lastmod_time("soon") is None and lastmod_time("") is None
