@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harvestman import __version__
-from harvestman.app import cli_batch, cli_cycle, cli_extract, cli_features
+from harvestman.app import cli_batch, cli_cycle, cli_extract, cli_features, cli_recrawl
 from harvestman.app.progress import ProgressDisplay, print_summary
 from harvestman.app.report import EXPORT_FORMATS, EXPORT_WHAT, crawl_report, export_records
 from harvestman.app.seeds import check_seeds, run_verdict
@@ -217,6 +217,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_batch.add_commands(commands)
     cli_features.add_commands(commands)
     cli_extract.add_commands(commands)
+    cli_recrawl.add_commands(commands)
     return parser
 
 
@@ -426,6 +427,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cli_features.run(args)
         if args.command in cli_extract.COMMANDS:
             return cli_extract.run(args)
+        if args.command in cli_recrawl.COMMANDS:
+            return cli_recrawl.run(args)
     except ConfigError as exc:
         print(f"harvestman: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

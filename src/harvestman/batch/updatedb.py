@@ -19,7 +19,7 @@ import dataclasses
 import json
 import time
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,6 +45,10 @@ from harvestman.policy.scope import Scope, followed_links
 from harvestman.store.sqlite_store import SqliteStore
 
 MERGED_KEY = "merged_segments"
+# Sets what updatedb cannot see by itself on a segment's fetched outcomes (each with its fetch
+# list row: what the crawl knew before), before they are scheduled: harvestman recrawl's change
+# classes (batch/recrawl.py).
+Classifier = Callable[[list[tuple[FetchOutcome, UrlRecord]]], list[tuple[FetchOutcome, UrlRecord]]]
 NOT_REVISITED = ("robots", "host_budget")  # refused before a fetch (crawl/engine.py _finish_refused)
 
 
@@ -67,7 +71,8 @@ def outcome_of(rec: UrlRecord, generated: UrlRecord) -> FetchOutcome:
         rec.error_message, rec.signature, rec.etag, rec.last_modified, rec.content_type, rec.body_size,
         rec.wire_bytes, retried=rec.retries > generated.retries,
         final_url="" if rec.final_url in ("", rec.url) else rec.final_url, title=rec.title,
-        fetch_interval=rec.fetch_interval, simhash=rec.simhash)
+        fetch_interval=rec.fetch_interval, simhash=rec.simhash, body_wire_bytes=rec.body_wire_bytes,
+        saved_bytes=rec.saved_bytes, partial=rec.partial, change=rec.change, checked_by=rec.checked_by)
 
 
 def scheduled_outcome(outcome: FetchOutcome, generated: UrlRecord, schedule: FetchSchedule) -> FetchOutcome:
@@ -103,7 +108,8 @@ def _pages(edges: Iterable[LinkEdge]) -> dict[str, list[Link]]:
 
 
 def updatedb(folder: Path, cfg: CrawlConfig, segment: str | Path | None = None, *,
-             now: float | None = None, schedule: FetchSchedule | None = None) -> Merged:
+             now: float | None = None, schedule: FetchSchedule | None = None,
+             classify: Classifier | None = None) -> Merged:
     """Merge a fetched segment of the crawl in `folder` (the latest by default) into its database;
     `schedule` sets when fetched URLs are due again (default: the settings', see `cycle_schedule`)."""
     path = segments.find_segment(folder, str(segment) if segment else None)
@@ -133,6 +139,7 @@ def updatedb(folder: Path, cfg: CrawlConfig, segment: str | Path | None = None, 
         outcomes: list[FetchOutcome] = []
         released = 0
         when = cycle_schedule(cfg, schedule)
+        fetched: list[tuple[FetchOutcome, UrlRecord]] = []
         for url, gen in generated.items():
             rec = rows[url]
             if rec is None or (rec is not gen and _untouched(rec, gen)):
@@ -140,7 +147,10 @@ def updatedb(folder: Path, cfg: CrawlConfig, segment: str | Path | None = None, 
                 released += 1
                 outcomes.append(outcome_of(gen, gen))
             else:
-                outcomes.append(scheduled_outcome(outcome_of(rec, gen), gen, when))
+                fetched.append((outcome_of(rec, gen), gen))
+        if classify is not None:
+            fetched = classify(fetched)
+        outcomes.extend(scheduled_outcome(outcome, gen, when) for outcome, gen in fetched)
         scope = Scope(stored_seeds(store), cfg.scope, cfg.include, cfg.exclude)
         answers: dict[str, tuple[str, str] | None] = {}
         shares: dict[str, float] = defaultdict(float)

@@ -40,10 +40,15 @@ def _responses(path: Path, wanted: Collection[str]) -> Iterator[tuple[str, str, 
 def simhashes_from_warc(folder: Path, wanted: Collection[str]) -> dict[str, int]:
     """The SimHash of each `wanted` URL's visible text, from its last HTML response (by WARC-Date,
     then by file order) in the crawl's WARC files; URLs without one are left out."""
+    return simhashes_in(warc_files(folder), wanted)
+
+
+def simhashes_in(files: Collection[Path], wanted: Collection[str]) -> dict[str, int]:
+    """The SimHash of each `wanted` URL's last HTML response in the WARC `files` (as above)."""
     if not wanted:
         return {}
     last: dict[str, tuple[str, int]] = {}
-    for path in warc_files(folder):
+    for path in files:
         try:
             for url, date, body in _responses(path, wanted):
                 seen = last.get(url)

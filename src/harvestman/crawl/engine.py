@@ -13,6 +13,7 @@ from pathlib import Path
 from harvestman.crawl.documents import document_parsers
 from harvestman.crawl.pagelinks import outlinks, page_links
 from harvestman.crawl.plugins import load_plugins, with_plugin_scorer
+from harvestman.crawl.recrawl import Checked, RecrawlCheck
 from harvestman.crawl.robots_gate import RobotsGate
 from harvestman.crawl.seeding import store_seeds
 from harvestman.crawl.sinks import PageFeaturer, SinkContext, SinkFactory, SinkPipeline, features_stage
@@ -146,6 +147,9 @@ class Crawler:
         self._sitemaps = SitemapQueue(KNOWN_URLS)  # crawl/sitemaps.py
         # Online OPIC (opt-in, ordering "opic"): a page's score split over its new links.
         self._opic = config.ordering == "opic"
+        # harvestman recrawl's checks (crawl/recrawl.py); None in any other crawl: no cost a page.
+        self._recrawl = RecrawlCheck(config.recrawl_strategy, config.extra_headers, timeout=config.timeout,
+                                     max_size=config.max_size) if config.recrawl_strategy else None
 
     # ----- faces -----------------------------------------------------------------------------
 
@@ -435,7 +439,17 @@ class Crawler:
                 run.frontier.set_host_delay(host, delay)
             if delay > 0:
                 await self._take_turn(host, delay)
-            headers = self._conditional_headers(leased)
+            checked: Checked | None = None
+            prior = None
+            if self._recrawl is None:
+                headers = self._conditional_headers(leased)
+            else:  # a re-crawl: the strategy's check first, perhaps instead of the GET
+                prior = run.frontier.get(leased.url)
+                checked = await self._recrawl.check(leased, prior, run.fetcher)
+                if checked.unchanged is not None:
+                    self._finish_unchanged(leased, checked, run)
+                    return
+                headers = checked.headers
             stops = self._stops
             result = await run.fetcher.fetch(leased.url, headers=headers, timeout=cfg.timeout,
                                              max_size=cfg.max_size, attempt=leased.retries + 1,
@@ -452,7 +466,9 @@ class Crawler:
                               parse_error=parsed.error if parsed else "")
             if self._schedule is not None:
                 decision = scheduled(decision, self._schedule, leased)
-            self.stats.bytes += result.wire_bytes
+            if checked is not None:
+                decision = RecrawlCheck.recorded(decision, checked, prior)
+            self.stats.bytes += decision.outcome.wire_bytes if checked else result.wire_bytes
             links = list(hosts)
             known = self._known
             fresh = [url for url in links if url not in known]
@@ -474,7 +490,8 @@ class Crawler:
             if isinstance(parsed, SitemapPage):
                 new_urls = sitemap_depths(new_urls, parsed, leased.depth)
                 decision = self._sitemaps.read(parsed, decision, hosts)
-            if result.status:
+            # A re-crawl stores only what changed: a 304 or the same body again adds no record.
+            if result.status and (checked is None or decision.outcome.state != UrlState.NOT_MODIFIED):
                 run.warc.write(result, self._request_headers(headers), links, decision.outcome.signature)
             self._pending.append((decision.outcome, new_urls))
             if parsed is not None and parsed.links:
@@ -551,6 +568,14 @@ class Crawler:
                 self._emit(Event(EventKind.GAVE_UP, now, url=leased.url, host=host,
                                  error_class=outcome.error_class, message=decision.reason))
         run.journal.download(leased.url, ok, decision.reason)
+
+    def _finish_unchanged(self, leased: LeasedUrl, checked: Checked, run: _Run) -> None:
+        """Record a page a re-crawl's check found unchanged with no GET (by its size or its sitemap)."""
+        assert checked.unchanged is not None
+        result = checked.head or FetchResult(leased.url, leased.url)
+        self.stats.bytes += result.wire_bytes
+        self._pending.append((checked.unchanged, []))
+        self._account(Decision(checked.unchanged), result, leased, run)
 
     def _finish_refused(self, leased: LeasedUrl, error_class: str, reason: str, journal: RunJournal,
                         *, failed: bool = False) -> None:

@@ -264,6 +264,11 @@ def full_size(headers: Headers) -> int:
     return int(length) if length is not None and length.strip().isdigit() else -1
 
 
+def _asks_encoding(headers: Headers) -> bool:
+    """Whether a request names its own Accept-Encoding (then it replaces the default one)."""
+    return any(k.lower() == "accept-encoding" for k, _ in headers)
+
+
 def _check_method(request: HttpRequest) -> None:
     """Refuse a method we do not send (the type allows only GET and HEAD; this catches the untyped)."""
     if request.method != "GET" and request.method != "HEAD":
@@ -394,8 +399,8 @@ class CurlTransport:
             else:
                 curl.setopt(pycurl.HTTPGET, 1)
             base = self._base_headers
-            if request.headers and any(k.lower() == "accept-encoding" for k, _ in request.headers):
-                base = []  # the request's own (a Range request asks for identity)
+            if request.headers and _asks_encoding(request.headers):
+                base = []  # the request's own (a HEAD for the size, a Range request: identity)
             curl.setopt(pycurl.HTTPHEADER, base + [f"{k}: {v}" for k, v in request.headers])
             curl.setopt(pycurl.TIMEOUT_MS, max(1, int(request.timeout * 1000)))
             curl.setopt(pycurl.CONNECTTIMEOUT_MS,

@@ -21,6 +21,7 @@ from harvestman.model.errors import ConfigError
 
 SCOPES = ("host", "domain", "any")
 HOST_KEYS = ("host", "domain", "ip")
+RECRAWL_STRATEGIES = ("", "conditional", "size", "sitemap", "full")  # crawl/recrawl.py; '' off
 ORDERINGS = ("bfs", "dfs", "score", "indegree", "opic", "pagerank")  # policy/ordering.py
 SCHEDULES = ("fixed", "adaptive")  # policy/schedule.py
 SITEMAP_MODES = ("robots", "probe", "off")  # crawl/sitemaps.py; docs/config.md
@@ -113,6 +114,7 @@ class LinkSettings:
     min_interval: float
     max_interval: float
     sitemaps: str  # "robots", "probe" or "off" (crawl/sitemaps.py)
+    recrawl_strategy: str  # how `harvestman recrawl` checks a page again (crawl/recrawl.py); '' off
 
 
 @dataclass(frozen=True, slots=True)
@@ -254,6 +256,9 @@ class CrawlConfig:
     # index/features.py) into DIR/features/; off by default, as they cost ~3.7 ms of CPU a page
     # (bench/feature_costs.py).
     features: bool = False
+    # How a re-fetch is checked ("conditional", "size", "sitemap", "full"; crawl/recrawl.py): set by
+    # `harvestman recrawl` for its segment; '' (the default crawl) costs nothing per page.
+    recrawl_strategy: str = ""
 
     def __post_init__(self) -> None:
         _convert(self)
@@ -346,6 +351,9 @@ def _validate(cfg: CrawlConfig) -> None:
         raise ConfigError(f"ordering must be one of {', '.join(ORDERINGS)}, got {cfg.ordering!r}")
     if cfg.sitemaps not in SITEMAP_MODES:
         raise ConfigError(f"sitemaps must be one of {', '.join(SITEMAP_MODES)}, got {cfg.sitemaps!r}")
+    if cfg.recrawl_strategy not in RECRAWL_STRATEGIES:
+        raise ConfigError(f"recrawl strategy must be one of {', '.join(RECRAWL_STRATEGIES[1:])}, "
+                          f"got {cfg.recrawl_strategy!r}")
     if cfg.host_key not in HOST_KEYS:
         raise ConfigError(f"host_key must be one of {', '.join(HOST_KEYS)}, got {cfg.host_key!r}")
     for pattern in (*cfg.include, *cfg.exclude):
