@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harvestman import __version__
-from harvestman.app import cli_batch, cli_cycle
+from harvestman.app import cli_batch, cli_cycle, cli_search
 from harvestman.app.progress import ProgressDisplay, print_summary
 from harvestman.app.report import EXPORT_FORMATS, EXPORT_WHAT, crawl_report, export_records
 from harvestman.app.seeds import check_seeds, run_verdict
@@ -200,6 +200,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--quiet", "-q", action="store_true", default=None, help="no progress display")
     cli_batch.add_commands(commands)
+    cli_search.add_commands(commands)
     return parser
 
 
@@ -398,12 +399,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "export":
             written = export_records(args.dir, args.format, args.output, args.db, what=args.what)
             what = "index lines" if args.format == "cdxj" else "links" if args.what == "links" else "records"
+            what = "documents" if args.what == "index" else what
             print(f"{written.count} {what} written to {written.path}")
             return EXIT_OK
         if args.command == "demo":
             return run_demo(args.out, args.quiet)
         if args.command in cli_batch.COMMANDS:
             return cli_batch.run(args)
+        if args.command in cli_search.COMMANDS:
+            return cli_search.run(args)
     except ConfigError as exc:
         print(f"harvestman: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

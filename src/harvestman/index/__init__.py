@@ -1,0 +1,1 @@
+"""Indexing and search over what a crawl fetched: full-text search, export to search servers."""
