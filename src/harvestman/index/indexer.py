@@ -42,7 +42,7 @@ class IndexResult:
     added: int  # pages indexed for the first time
     replaced: int  # pages indexed again because their content, anchors or category changed
     removed: int  # pages taken out: gone, duplicate, redirected, noindex, or no longer stored
-    unchanged: int  # pages left as they were
+    unchanged: int  # indexed pages left as they were
     seconds: float
 
 
@@ -255,5 +255,6 @@ def build_index(folder: Path, db: str = "", *, rebuild: bool = False) -> IndexRe
     replaced = sum(1 for u, (_, ok) in done.items() if ok and u in was)
     removed = len(leaving) + sum(1 for u, (_, ok) in done.items() if not ok and u in was)
     documents = index.searcher().num_docs
-    return IndexResult(index_path(folder), documents, added, replaced, removed,
-                       len(digests) - len(todo), time.perf_counter() - started)
+    unchanged = sum(1 for u in digests if u not in todo and u in was)
+    return IndexResult(index_path(folder), documents, added, replaced, removed, unchanged,
+                       time.perf_counter() - started)
