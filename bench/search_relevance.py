@@ -63,12 +63,12 @@ def fts5_searcher(out: Path) -> Callable[[str], list[str]]:
                " tokenize='porter unicode61')")
     db.executemany("INSERT INTO pages VALUES (?, ?, ?, ?)",
                    ((d["url"], d["title"], d["headings"], d["content"]) for d in _documents(out)))
-    weights = (FIELD_BOOSTS["url"], FIELD_BOOSTS["title"], FIELD_BOOSTS["headings"], FIELD_BOOSTS["text"])
+    weights = ", ".join(str(FIELD_BOOSTS[f]) for f in ("url", "title", "headings", "text"))
+    sql = f"SELECT url FROM pages WHERE pages MATCH ? ORDER BY bm25(pages, {weights}) LIMIT 10"
 
     def search(query: str) -> list[str]:
         match = " OR ".join(f'"{w}"' for w in _WORD.findall(query))
-        rows = db.execute(f"SELECT url FROM pages WHERE pages MATCH ? ORDER BY bm25(pages, {', '.join(map(str, weights))})"
-                          " LIMIT 10", (match,))
+        rows = db.execute(sql, (match,))
         return [r[0] for r in rows]
 
     return search
