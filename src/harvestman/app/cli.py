@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harvestman import __version__
-from harvestman.app import cli_batch, cli_cycle, cli_extract, cli_features, cli_recrawl
+from harvestman.app import cli_batch, cli_cycle, cli_extract, cli_features, cli_recrawl, cli_search
 from harvestman.app.progress import ProgressDisplay, print_summary
 from harvestman.app.report import EXPORT_FORMATS, EXPORT_WHAT, crawl_report, export_records
 from harvestman.app.seeds import check_seeds, run_verdict
@@ -218,6 +218,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_features.add_commands(commands)
     cli_extract.add_commands(commands)
     cli_recrawl.add_commands(commands)
+    cli_search.add_commands(commands)
     return parser
 
 
@@ -417,6 +418,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             written = export_records(args.dir, args.format, args.output, args.db, what=args.what)
             what = "index lines" if args.format == "cdxj" else "links" if args.what == "links" else "records"
             what = "pages" if args.what == "pages" else what
+            what = "documents" if args.what == "index" else what
             print(f"{written.count} {what} written to {written.path}")
             return EXIT_OK
         if args.command == "demo":
@@ -429,6 +431,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cli_extract.run(args)
         if args.command in cli_recrawl.COMMANDS:
             return cli_recrawl.run(args)
+        if args.command in cli_search.COMMANDS:
+            return cli_search.run(args)
     except ConfigError as exc:
         print(f"harvestman: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

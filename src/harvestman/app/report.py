@@ -17,9 +17,11 @@ from harvestman.store.factory import DEFAULT_DB_NAME, open_store, store_location
 from harvestman.store.frontier import CrawlDb
 
 EXPORT_BATCH = 10_000
-EXPORT_FORMATS = ("jsonl", "parquet", "cdxj")
+EXPORT_FORMATS: tuple[str, ...] = ("jsonl", "parquet", "cdxj")
 EXPORT_WHAT: tuple[str, ...] = ("urls", "links")  # one record per URL, or one row per edge of the link graph
 EXPORT_WHAT += ("pages",)  # one row per HTML page with its features (index/pages.py)
+EXPORT_FORMATS += ("opensearch", "solr")  # --what index: bulk files for search servers (index/export.py)
+EXPORT_WHAT += ("index",)  # the search index's documents
 _TIME_FIELDS = ("fetch_time", "next_fetch_time")  # epoch seconds in the database; 0 means never
 
 
@@ -130,6 +132,8 @@ def export_records(folder: Path, fmt: str, output: Path | None = None, db: str =
         raise ConfigError(f"unknown export format {fmt!r}: use {', '.join(EXPORT_FORMATS)}")
     if what not in EXPORT_WHAT:
         raise ConfigError(f"unknown export {what!r}: use {', '.join(EXPORT_WHAT)}")
+    if what == "index" or fmt in ("opensearch", "solr"):
+        return _export_index(folder, fmt, output, what)
     if what == "pages":
         if fmt == "cdxj":
             raise ConfigError("--what pages is written as jsonl or parquet, not cdxj")
@@ -157,6 +161,16 @@ def export_records(folder: Path, fmt: str, output: Path | None = None, db: str =
         return Exported(path, count)
     finally:
         frontier.close()
+
+
+def _export_index(folder: Path, fmt: str, output: Path | None, what: str) -> Exported:
+    """The search index's documents as bulk files for OpenSearch or Solr (a folder of them)."""
+    if what != "index":
+        raise ConfigError(f"--format {fmt} writes the search index: use it with --what index")
+    from harvestman.index.export import export_index  # imported here: tantivy loads only for this
+
+    written = export_index(folder, fmt, output)
+    return Exported(written.folder, written.documents)
 
 
 def _export_links(folder: Path, fmt: str, path: Path, db: str) -> Exported:

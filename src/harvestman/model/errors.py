@@ -15,6 +15,10 @@ class ConfigError(HarvestmanError):
     """A configuration value or command-line option is invalid."""
 
 
+class QueryError(ConfigError):
+    """A search query the index's query language cannot parse (or that names an unknown field)."""
+
+
 class InvalidUrlError(HarvestmanError):
     """A URL cannot be parsed, has a scheme we do not fetch, or is refused by normalization."""
 

@@ -1,0 +1,69 @@
+"""The search commands of `harvestman`: index (build or update the full-text index), search (query it)."""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import re
+import sys
+from pathlib import Path
+
+from harvestman.model.errors import EXIT_OK, ConfigError
+
+COMMANDS = ("index", "search")
+_DB_HELP = "the crawl database (default DIR/crawl.db): a path, sqlite:///PATH or postgresql://USER@HOST/DB"
+_MARK = re.compile(r"</?b>")
+
+
+def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the search commands to the `harvestman` parser."""
+    index = subparsers.add_parser(
+        "index", help="build or update the full-text index of the fetched pages (DIR/searchindex)")
+    index.add_argument("dir", type=Path, metavar="DIR", help="the crawl folder")
+    index.add_argument("--db", metavar="URL", default="", help=_DB_HELP)
+    index.add_argument("--rebuild", action="store_true", help="index every page again, not only changes")
+    search = subparsers.add_parser("search", help="search the crawl's full-text index: ranked pages")
+    search.add_argument("dir", type=Path, metavar="DIR", help="the crawl folder")
+    search.add_argument("query", metavar="QUERY",
+                        help='words, "phrases", AND/OR/NOT, field:term (title, headings, text, anchor, url, '
+                             "host, category)")
+    search.add_argument("--limit", type=int, default=10, metavar="N", help="at most N hits (default 10)")
+    search.add_argument("--site", metavar="HOST", help="only pages of this host (or host:port, or domain)")
+    search.add_argument("--category", metavar="C", help="only pages of this category (from the features)")
+    search.add_argument("--json", action="store_true", help="print one JSON object: query, total, hits")
+    search.add_argument("--db", metavar="URL", default="", help=_DB_HELP)
+
+
+def _highlight(snippet: str, tty: bool) -> str:
+    """A snippet for the terminal: the marked words bold on a terminal, in **stars** otherwise."""
+    marks = iter(("\033[1m", "\033[0m") * len(snippet) if tty else ("**", "**") * len(snippet))
+    return html.unescape(_MARK.sub(lambda _: next(marks), snippet))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run one search command; errors are HarvestmanErrors, reported by the caller."""
+    if args.command == "index":
+        from harvestman.index.indexer import build_index  # imported here: tantivy loads only to index
+
+        done = build_index(args.dir, args.db, rebuild=args.rebuild)
+        print(f"{done.documents} pages in the index ({done.added} added, {done.replaced} replaced, "
+              f"{done.removed} removed, {done.unchanged} unchanged) in {done.seconds:.1f} s: {done.path}")
+        return EXIT_OK
+    if args.command == "search":
+        from harvestman.index.search import search
+
+        found = search(args.dir, args.query, limit=args.limit, site=args.site, category=args.category,
+                       db=args.db)
+        if args.json:
+            print(json.dumps(found.as_dict(), ensure_ascii=False))
+            return EXIT_OK
+        tty = sys.stdout.isatty()
+        print(f"{found.total} pages match {found.query!r}" + (f"; the best {len(found.hits)}:" if found.hits
+                                                                else ""))
+        for rank, hit in enumerate(found.hits, 1):
+            print(f"\n{rank}. {hit.title or '(no title)'}  [{hit.score:.2f}]\n   {hit.url}")
+            if hit.snippet:
+                print(f"   {_highlight(hit.snippet, tty)}")
+        return EXIT_OK
+    raise ConfigError(f"not a search command: {args.command!r}")

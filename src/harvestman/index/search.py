@@ -1,0 +1,124 @@
+"""Search a crawl's full-text index: ranked hits (BM25 over boosted fields) with highlighted snippets.
+
+The query language is tantivy's: words (any of them by default), "phrases", AND / OR / NOT, +must
+and -mustnot, field:term (title, headings, text, anchor, url, host, category), term^2 boosts.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harvestman.index.schema import FIELD_BOOSTS, open_index
+from harvestman.model.errors import ConfigError, QueryError
+
+SNIPPET_CHARS = 200
+MAX_LIMIT = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One page found: its score and a snippet of its text, the query's words in <b>...</b>
+    (the text HTML-escaped)."""
+
+    url: str
+    title: str
+    score: float
+    snippet: str
+
+
+@dataclass(frozen=True, slots=True)
+class SearchResults:
+    """The best hits of a query, best first, and how many pages match it in all."""
+
+    query: str
+    total: int
+    hits: tuple[SearchHit, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON form `harvestman search --json` prints."""
+        return {"query": self.query, "total": self.total,
+                "hits": [{"url": h.url, "title": h.title, "score": h.score, "snippet": h.snippet}
+                         for h in self.hits]}
+
+
+class SearchIndex:
+    """A crawl's search index opened for queries (open once, search many times)."""
+
+    def __init__(self, folder: Path) -> None:
+        self._index = open_index(Path(folder))
+        self._searcher = self._index.searcher()
+        self._schema = self._index.schema
+
+    def has_categories(self) -> bool:
+        """Whether any indexed page has a category (from the page features)."""
+        import tantivy
+
+        query = tantivy.Query.regex_query(self._schema, "category", ".+")
+        return bool(self._searcher.search(query, 1, count=True).count)
+
+    def parse(self, query: str, fields: Sequence[str] = tuple(FIELD_BOOSTS)) -> Any:
+        """The tantivy query of a query string; a QueryError saying what is wrong with it."""
+        if not query.strip():
+            raise QueryError("empty query")
+        boosts = {f: FIELD_BOOSTS[f] for f in fields if f in FIELD_BOOSTS}
+        try:
+            return self._index.parse_query(query, list(fields), field_boosts=boosts)
+        except ValueError as exc:
+            raise QueryError(f"bad query {query!r}: {exc}") from None
+
+    def search(self, query: str, *, limit: int = 10, site: str | None = None, category: str | None = None,
+               fields: Sequence[str] = tuple(FIELD_BOOSTS)) -> SearchResults:
+        """The best `limit` pages for `query`, on `site` (a host, host:port or parent domain) and of
+        `category` when given; `fields` are the fields searched when the query names none."""
+        import tantivy
+
+        if not 1 <= limit <= MAX_LIMIT:
+            raise ConfigError(f"the limit must be between 1 and {MAX_LIMIT}, not {limit}")
+        parsed = self.parse(query, fields)
+        must = [(tantivy.Occur.Must, parsed)]
+        if site:
+            must.append((tantivy.Occur.Must, tantivy.Query.term_query(self._schema, "host", site.lower())))
+        if category:
+            if not self.has_categories():
+                raise ConfigError("the index holds no categories: classify the pages (DIR/features/"
+                                  "pages.parquet), then run `harvestman index` again")
+            must.append((tantivy.Occur.Must, tantivy.Query.term_query(self._schema, "category", category)))
+        full = parsed if len(must) == 1 else tantivy.Query.boolean_query(must)
+        try:
+            found = self._searcher.search(full, limit, count=True)
+        except ValueError as exc:
+            raise QueryError(f"bad query {query!r}: {exc}") from None
+        snippets = tantivy.SnippetGenerator.create(self._searcher, parsed, self._schema, "text")
+        snippets.set_max_num_chars(SNIPPET_CHARS)
+        hits = []
+        for score, address in found.hits:
+            doc = self._searcher.doc(address)
+            hits.append(SearchHit(url=doc.get_first("url") or "", title=doc.get_first("title") or "",
+                                  score=round(float(score), 4), snippet=_snippet(snippets, doc)))
+        return SearchResults(query, int(found.count or 0), tuple(hits))
+
+
+def _snippet(snippets: Any, doc: Any) -> str:
+    """The best fragment of the page's text with the query's words marked; the text's start when
+    the words are only in other fields (title, anchors)."""
+    snippet = snippets.snippet_from_doc(doc)
+    if snippet.highlighted():
+        return str(snippet.to_html())
+    text = doc.get_first("text") or ""
+    if len(text) > SNIPPET_CHARS:
+        text = text[:SNIPPET_CHARS].rsplit(" ", 1)[0] + " …"
+    return html.escape(text, quote=False)
+
+
+def search(folder: Path, query: str, *, limit: int = 10, site: str | None = None,
+           category: str | None = None, db: str = "") -> SearchResults:
+    """Search the full-text index of the crawl in `folder` (built by `harvestman index`).
+
+    `db` names the crawl's database as elsewhere; the index itself lives in the folder.
+    """
+    del db  # the index is a folder of the crawl: the database is not read to answer a query
+    return SearchIndex(Path(folder)).search(query, limit=limit, site=site, category=category)
