@@ -131,6 +131,18 @@ def test_personal_pages_matching_words_that_state_an_email(crawl: tuple[Path, st
         (out / "features" / "pages.parquet").unlink()
 
 
+def test_search_in_sql_through_the_real_index(crawl: tuple[Path, str]) -> None:
+    """The CLI's search() is harvestman.index.search over `harvestman index`'s index, joined with a
+    type table: the people whose pages mention compilers."""
+    out, base = crawl
+    assert run_cli("index", str(out)).returncode == 0
+    done = run_cli("query", str(out), "SELECT pe.name, s.url FROM search('compilers') s JOIN person pe "
+                   "USING (url) ORDER BY pe.name", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [{"name": "Ada Lovelace", "url": base + "/ada.html"},
+                                       {"name": "Bob Builder", "url": base + "/bob.html"}]
+
+
 def test_search_calls_are_found_by_tokens() -> None:
     assert search_calls("SELECT 'search(''x'')' AS s -- search('y')\nFROM t") == []
     assert search_calls("select * from SEARCH ( 'it''s', 5, 'h' ) join search('b', category => 'c') on 1") \
