@@ -95,23 +95,24 @@ def run_cli_measured(*args: str, timeout: float = 120, prefix: Sequence[str] = (
     """Run `harvestman ARGS` (behind `prefix`, a wrapper that execs it) and measure its peak RSS.
 
     The peak is that of the summed RSS of the crawler and all its descendants, sampled from /proc
-    every few tens of ms. The crawler's own ru_maxrss (from wait4, so no other child of this test
-    process blurs it) is a floor: it catches a spike of that one process between two samples. A
-    wrapper must exec the CLI (not fork it), so that this floor is the crawler's own.
+    every few tens of ms. The crawler's own VmHWM (its address space's peak, read at each sample) is
+    a floor: it catches a spike of that one process between two samples. Not its ru_maxrss, which
+    Linux makes at least this test process's RSS at fork (see proctree.peak_rss_kb). A wrapper must
+    exec the CLI (not fork it), so that this floor is the crawler's own.
     """
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         started = time.monotonic()
         proc = subprocess.Popen([*prefix, *harvestman_cmd(*args)], stdout=out, stderr=err)
         deadline = started + timeout
-        status, usage = 0, None
+        status = 0
         with TreePeak(proc.pid) as tree:
             while True:  # bounded by the deadline
-                pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+                pid, status, _usage = os.wait4(proc.pid, os.WNOHANG)
                 if pid:
                     break
                 if time.monotonic() > deadline:
                     proc.kill()
-                    _pid, status, usage = os.wait4(proc.pid, 0)
+                    _pid, status, _usage = os.wait4(proc.pid, 0)
                     proc.returncode = os.waitstatus_to_exitcode(status)
                     raise subprocess.TimeoutExpired(proc.args, timeout)
                 time.sleep(_POLL)
@@ -121,7 +122,7 @@ def run_cli_measured(*args: str, timeout: float = 120, prefix: Sequence[str] = (
         err.seek(0)
         return MeasuredRun(proc.returncode, out.read().decode(errors="replace"),
                            err.read().decode(errors="replace"), elapsed,
-                           max(tree.kib, usage.ru_maxrss) * 1024)
+                           max(tree.kib, tree.root_kib) * 1024)
 
 
 def consistent_records(out: Path) -> dict[str, UrlRecord]:

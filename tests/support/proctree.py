@@ -57,8 +57,26 @@ def tree_rss_kb(root_pid: int) -> int:
     return sum(int(stats[pid][21]) * page_kib for pid in _tree(root_pid, stats) if pid in stats)
 
 
+def peak_rss_kb(pid: int) -> int:
+    """The peak resident memory of `pid`'s own address space (VmHWM), in KiB; 0 once it is gone.
+
+    Not ru_maxrss: Linux carries the high-water mark of the process image an exec replaced (for a
+    child of this test process, this test process's own RSS at fork) into ru_maxrss, so a test
+    process grown large makes every child look as large. VmHWM belongs to the new image alone.
+    """
+    try:
+        with open(f"/proc/{pid}/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmHWM:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 class TreePeak:
-    """The largest `tree_rss_kb(pid)` seen while the context is open, sampled every `interval` seconds.
+    """The largest `tree_rss_kb(pid)` seen while the context is open, sampled every `interval` seconds,
+    and the root process's own peak (`root_kib`, its VmHWM), which catches a spike between samples.
 
     The thread never waits for the process, so the caller stays free to reap it however it likes.
     """
@@ -67,12 +85,14 @@ class TreePeak:
         self.pid = pid
         self.interval = interval
         self.kib = 0
+        self.root_kib = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"tree-rss-{pid}", daemon=True)
 
     def _run(self) -> None:
         while True:  # bounded by the owner, who sets _stop on exit
             self.kib = max(self.kib, tree_rss_kb(self.pid))
+            self.root_kib = max(self.root_kib, peak_rss_kb(self.pid))
             if self._stop.wait(self.interval):
                 return
 
