@@ -207,8 +207,10 @@ def test_robots_crawl_delay_spaces_one_host_and_not_the_others(tmp_path: Path, s
     assert min(gaps(capped_hits)) >= 0.3 - JITTER, gaps(capped_hits)
     assert max(gaps(capped_hits)) < 1.5, gaps(capped_hits)
     # The host without a delay is not held back by its slow neighbours.
+    # (Told by order, not by a time: the machine may be loaded.)
     fast_span = fast_hits[-1].start - fast_hits[0].start
-    assert fast_span < 0.5, fast_span
+    slow_span = slow_hits[-1].start - slow_hits[0].start
+    assert fast_span < slow_span / 2, (fast_span, slow_span)
     assert fast_hits[-1].start < slow_hits[2].start
 
 
