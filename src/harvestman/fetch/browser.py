@@ -127,6 +127,7 @@ class _Visit:
     deadline: float
     budget: int
     served_document: bool = False
+    phase: str = "start"  # what the page was doing (the error names it when the deadline passes)
     inflight: int = 0
     last_change: float = 0.0
     requests: int = 0
@@ -310,10 +311,8 @@ class BrowserRenderer:
         except (TimeoutError, asyncio.TimeoutError):
             self.failed += 1
             await self._drop(slot)
-            waited = "load" if not visit.served_document else (
-                "settle" if self._selector or visit.inflight else "finish its scripts")
-            raise RenderFetchError(f"the page did not {waited} within {timeout:g}s "
-                                   f"({visit.inflight} requests in flight)") from None
+            raise RenderFetchError(f"the page did not {visit.phase} within {timeout:g}s "
+                                   f"({visit.requests} requests made)") from None
         except (PlaywrightError, RenderFetchError) as exc:
             self.failed += 1
             await self._drop(slot)
@@ -337,27 +336,38 @@ class BrowserRenderer:
             await crashed.wait()
 
         crash = asyncio.ensure_future(watch())
+        work = asyncio.ensure_future(self._settle(page, visit))
         try:
-            work = asyncio.ensure_future(self._settle(page, visit))
             done, _ = await asyncio.wait({work, crash}, return_when=asyncio.FIRST_COMPLETED)
             if work not in done:
-                work.cancel()
                 raise RenderFetchError("the page's renderer crashed")
             return work.result()
         finally:
-            crash.cancel()
+            for task in (crash, work):
+                if not task.done():
+                    task.cancel()
+                # Its error (the page closed under it) is this render's failure, reported already.
+                task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
     async def _settle(self, page: Any, visit: _Visit) -> tuple[str, bytes]:
+        visit.phase = "load"
         await page.goto(visit.url, wait_until="load", timeout=0)
+        # Requests a script issued just before the load event reach the route a moment later: the
+        # idle rule counts from here.
+        visit.last_change = time.monotonic()
         if self._selector:
+            visit.phase = f"show {self._selector}"
             await page.wait_for_selector(self._selector, state="attached", timeout=0)
         else:
             # Idle: nothing in flight for IDLE_SECONDS. Bounded by the caller's deadline.
+            visit.phase = "settle (its requests never stopped)"
             while visit.inflight or time.monotonic() - visit.last_change < IDLE_SECONDS:
                 await asyncio.sleep(0.05)
+        visit.phase = "give its DOM (a script kept it busy)"
         dom = await page.content()
         png = b""
         if self.settings.screenshot:
+            visit.phase = "give its screenshot"
             png = await page.screenshot(full_page=self.settings.screenshot == "full", type="png", timeout=0)
         return dom, png
 
@@ -376,23 +386,23 @@ class BrowserRenderer:
                                     headers=_response_headers(visit.original.headers),
                                     body=visit.original.body)
                 return
-            why = await self._judge(visit, url, req)
-            if why:
-                visit.refused.append((url[:500], why))
-                await route.abort("blockedbyclient")
-                return
+            # In flight from here (its checks may wait: robots.txt, the host's turn) until answered.
             visit.inflight += 1
             visit.last_change = time.monotonic()
             try:
-                response = await self._fetch(visit, url, req)
+                why = await self._judge(visit, url, req)
+                response = None if why else await self._fetch(visit, url, req)
             finally:
                 visit.inflight -= 1
                 visit.last_change = time.monotonic()
-            if response is None:
+            if why:
+                visit.refused.append((url[:500], why))
+                await route.abort("blockedbyclient")
+            elif response is None:
                 await route.abort("failed")
-                return
-            await route.fulfill(status=response.status, headers=_response_headers(response.headers),
-                                body=response.body)
+            else:
+                await route.fulfill(status=response.status, headers=_response_headers(response.headers),
+                                    body=response.body)
         except Exception:  # the page is gone meanwhile (closed, crashed): nothing to answer
             with contextlib.suppress(Exception):
                 await route.abort("failed")

@@ -21,6 +21,7 @@ MOUNT_IDS = frozenset({"root", "app", "__next", "__nuxt", "___gatsby", "svelte",
 MOUNT_TAGS = ("app-root",)
 LITTLE_TEXT = 200  # characters of visible text below which a page with scripts is a shell
 SOME_TEXT = 1500  # ... and below which a page with scripts and not one link is one
+LONG_TEXT = 3000  # a page with this much text is a document, even with an empty mount node (a widget)
 _NOSCRIPT_ASKS = re.compile(r"javascript|enable|browser", re.IGNORECASE)
 _SPACE = re.compile(r"\s+")
 
@@ -42,23 +43,25 @@ def shell_reason(html: str) -> str:
     scripts = tree.css("script")
     if not scripts:
         return ""
-    for node in tree.css("[id]"):
-        ident = (node.attributes.get("id") or "").lower()
-        if ident in MOUNT_IDS and _empty(node):
-            return f"empty mount node #{ident}"
-    for tag in MOUNT_TAGS:
-        node = tree.css_first(tag)
-        if node is not None and _empty(node):
-            return f"empty mount node <{tag}>"
-    for nav in tree.css("nav"):
-        if nav.css_first("a[href]") is None:
-            return "navigation without links (built by a script)"
-    noscript = " ".join(n.text() or "" for n in tree.css("noscript"))
+    inline = " ".join(s.text() or "" for s in scripts if not s.attributes.get("src"))
     body = tree.body
     if body is None:
         return "no body"
+    empty_ids = [(node.tag, (node.attributes.get("id") or "")) for node in body.css("[id]") if _empty(node)]
+    noscript = " ".join(n.text() or "" for n in tree.css("noscript"))
+    navs = body.css("nav")
     links = len(body.css("a[href]"))
     text = _visible_text(body)
+    for tag, ident in empty_ids:
+        if ident.lower() in MOUNT_IDS and len(text) < LONG_TEXT:
+            return f"empty mount node #{ident}"
+        if tag in MOUNT_TAGS:
+            return f"empty mount node <{tag}>"
+        if ident and inline and (f"'{ident}'" in inline or f'"{ident}"' in inline or f"#{ident}" in inline):
+            return f"an empty element an inline script fills (#{ident})"
+    for nav in navs:
+        if nav.css_first("a[href]") is None:
+            return "navigation without links (built by a script)"
     if noscript and _NOSCRIPT_ASKS.search(noscript) and len(text) < SOME_TEXT:
         return "a <noscript> fallback asks for JavaScript"
     if len(text) < LITTLE_TEXT:

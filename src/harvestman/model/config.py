@@ -189,7 +189,7 @@ SECTIONS: dict[str, type[Any]] = {
     "run": RunSettings,
     "documents": DocumentSettings,
     "extensions": ExtensionSettings,
-    "render": RenderSettings,
+    "rendering": RenderSettings,
 }
 
 
