@@ -217,7 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--what", choices=EXPORT_WHAT, default="urls",
         help="urls: one record per URL; links: one row per link of each fetched HTML page "
              "(from_url, to_url, anchor, kind, nofollow); pages: one row per HTML page with its "
-             "features (harvestman features DIR, or a crawl with --features)",
+             "features (harvestman features DIR, or a crawl with --features); renders: one row per "
+             "page rendered in a browser (its DOM and screenshot records in the WARC files, jsonl)",
     )
     export.add_argument(
         "--format", choices=EXPORT_FORMATS, default="jsonl",
