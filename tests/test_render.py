@@ -8,7 +8,9 @@ recycling, budgets) use one browser for the whole session (`session_browser`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
+import itertools
 import json
 import os
 import signal
@@ -136,7 +138,8 @@ def test_the_default_crawl_does_not_import_playwright(site: Site, tmp_path: Path
             f"main(['crawl', {site.url('/static.html')!r}, '--out', {str(tmp_path / 'o')!r}, '--quiet', "
             f"'--allow-net', '{HOST}/32', '--workers', '1', '--max-pages', '1'])\n"
             "print('playwright' in ' '.join(sys.modules))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          check=False)
     assert done.stdout.strip().splitlines()[-1] == "False", done.stderr
 
 
@@ -159,7 +162,8 @@ def test_warc_holds_the_original_response_the_rendered_dom_and_a_screenshot(
               and h["WARC-Target-URI"] == f"urn:screenshot:{url}"]
     assert shot[0]["WARC-Refers-To"] == response_id and shot[0]["Content-Type"] == "image/png"
     assert shot[1].startswith(b"\x89PNG\r\n\x1a\n") and len(shot[1]) > 1000
-    [api] = [b for kind, h, b in records if kind == "conversion" and h["WARC-Target-URI"] == site.url("/api.html")]
+    [api] = [b for kind, h, b in records
+             if kind == "conversion" and h["WARC-Target-URI"] == site.url("/api.html")]
     assert API_MARKER.encode() in api
 
 
@@ -169,7 +173,8 @@ def test_export_lists_rendered_pages_with_their_dom_and_screenshot(
     done = run_cli("export", str(out), "--what", "renders")
     assert done.returncode == 0, done.stderr
     rows = {row["url"]: row for row in map(json.loads, (out / "renders.jsonl").read_text().splitlines())}
-    assert {site.url(p) for p in ("/", "/inline.html", "/api.html", "/canary.html", "/kinds.html")} <= set(rows)
+    wanted = ("/", "/inline.html", "/api.html", "/canary.html", "/kinds.html")
+    assert {site.url(p) for p in wanted} <= set(rows)
     assert site.url("/endless.html") not in rows and site.url("/unsettled.html") not in rows
     row = rows[site.url("/api.html")]
     assert row["reason"] == "always" and row["requests"] >= 1 and row["screenshot_bytes"] > 1000
@@ -181,7 +186,8 @@ def test_export_lists_rendered_pages_with_their_dom_and_screenshot(
 # ----- every request under the crawl's rules -------------------------------------------------------
 
 
-def test_a_scripts_calls_to_a_loopback_canary_never_reach_it(site: Site, always: tuple[Path, list[str]]) -> None:
+def test_a_scripts_calls_to_a_loopback_canary_never_reach_it(
+        site: Site, always: tuple[Path, list[str]]) -> None:
     out, _ = always
     assert site.canary.hits == 0
     log = _download_log(out)
@@ -220,7 +226,7 @@ def test_the_browsers_requests_take_turns_on_the_hosts_clock(site: Site, tmp_pat
     uris = [e.uri for e in entries]
     assert "/data/items.json" in uris and "/api.html" in uris
     starts = sorted(e.start for e in entries)
-    gaps = [b - a for a, b in zip(starts, starts[1:], strict=False)]
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
     assert min(gaps) >= 0.35, (uris, gaps)  # ms resolution in nginx's log: a little slack
 
 
@@ -246,7 +252,8 @@ def test_auto_renders_the_shells_and_not_the_documents(site: Site, tmp_path: Pat
     out = tmp_path / "out"
     _crawl(site, out, "--render", "auto")
     log = _download_log(out)
-    assert log[site.url("/from-api-1.html")] == "Success" and log[site.url("/from-inline-2.html")] == "Success"
+    assert log[site.url("/from-api-1.html")] == "Success"
+    assert log[site.url("/from-inline-2.html")] == "Success"
     rendered = {h["WARC-Target-URI"] for kind, h, _ in _records(out) if kind == "conversion"}
     assert site.url("/inline.html") in rendered and site.url("/api.html") in rendered
     assert site.url("/") not in rendered and site.url("/static.html") not in rendered
@@ -276,11 +283,14 @@ def test_shell_heuristic_on_labelled_pages() -> None:
 def session_browser() -> Iterator[tuple[BrowserLoop, RenderingTransport]]:
     _require_browser()
     loop = BrowserLoop()
-    settings = CrawlConfig(render="always", render_recycle=3, render_concurrency=1, render_timeout=4.0).rendering
+    settings = CrawlConfig(render="always", render_recycle=3, render_concurrency=1,
+                           render_timeout=4.0).rendering
 
     async def make() -> tuple[CurlTransport, RenderingTransport]:
-        inner = CurlTransport(TransportSettings(user_agent="harvestman-test", guard=AddressGuard([f"{HOST}/32"])))
-        return inner, RenderingTransport(inner, BrowserRenderer(settings, inner, user_agent="harvestman-test"),
+        inner = CurlTransport(TransportSettings(user_agent="harvestman-test",
+                                                guard=AddressGuard([f"{HOST}/32"])))
+        renderer = BrowserRenderer(settings, inner, user_agent="harvestman-test")
+        return inner, RenderingTransport(inner, renderer,
                                          settings)
 
     inner, transport = loop.run(make())
@@ -334,10 +344,8 @@ def test_a_crashed_browser_ends_the_page_with_an_error_and_the_next_page_renders
 
 
 def with_suppress_kill(pid: int) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 def test_the_byte_budget_caps_a_pages_requests(site: Site, session_browser: Any) -> None:

@@ -19,8 +19,9 @@ from pathlib import Path
 
 INLINE_MARKER = "INLINE-TEXT-MARKER"
 API_MARKER = "API-TEXT-MARKER"
-WORDS = ("crawler frontier politeness robots sitemap render browser context page script link text "
-         "archive record response request header host queue lease worker parse index search").split()
+WORDS = ["crawler", "frontier", "politeness", "robots", "sitemap", "render", "browser", "context", "page",
+         "script", "link", "text", "archive", "record", "response", "request", "header", "host", "queue",
+         "lease", "worker", "parse", "index", "search"]
 
 
 def _words(rng: random.Random, n: int) -> str:
@@ -68,8 +69,10 @@ def write_render_site(root: Path, canary: str) -> None:
         f"try{{navigator.sendBeacon('{canary}/beacon','x');}}catch(e){{}}"
         f"var f=document.createElement('iframe');f.src='{canary}/frame';document.body.appendChild(f);"
         "document.getElementById('root').innerHTML='<a href=\"/after-canary.html\">after</a>';"
-        "</script>", head=f'<link rel="dns-prefetch" href="{canary}"><link rel="preconnect" href="{canary}">'))
-    (root / "endless.html").write_text(_page("endless", '<div id="root"></div><script>while(true){}</script>'))
+        "</script>",
+        head=f'<link rel="dns-prefetch" href="{canary}"><link rel="preconnect" href="{canary}">'))
+    (root / "endless.html").write_text(
+        _page("endless", '<div id="root"></div><script>while(true){}</script>'))
     (root / "unsettled.html").write_text(_page("unsettled", '<div id="root"></div><script>'
         "setInterval(function(){fetch('/data/items.json?'+Date.now())},100);</script>"))
     (root / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n")
@@ -119,7 +122,8 @@ def auto_cases(per_kind: int, seed: int = 19) -> list[AutoCase]:
                                       "<script>window.dataLayer=[];</script>"), False)
         add("static-short", _page("s", f"<p>{_words(rng, 12)}</p>" + _links(rng, 2)), False)
         add("static-ssr", _page("ssr", f'<div id="root">{nav}{article}</div>'
-                                '<script src="/bundle.js"></script><script>window.__STATE__={}</script>'), False)
+                                '<script src="/bundle.js"></script><script>window.__STATE__={}</script>'),
+            False)
         add("static-noscript-pixel", _page("p", nav + article + '<noscript><img src="/pixel.gif"></noscript>'
                                            "<script>var t=1;</script>"), False)
         # Hard case: a full document with an empty comment-widget mount node.

@@ -268,10 +268,10 @@ class Crawler:
             return None
         from harvestman.crawl.rendering import PageRequestRules, open_page_transport, renders
 
-        if not renders(cfg):
+        if not renders(cfg.rendering):
             return None
         rules = PageRequestRules(robots, self._take_turn, self._keys.key, cfg.delay, cfg.crawl_delay_cap)
-        self._rendering = open_page_transport(transport, cfg, rules)
+        self._rendering = open_page_transport(transport, cfg.rendering, cfg.user_agent, rules)
         return self._rendering
 
     def _make_output_folder(self) -> Path:

@@ -13,16 +13,16 @@ from collections.abc import Awaitable, Callable
 from harvestman.crawl.robots_gate import RobotsGate
 from harvestman.fetch.browser import RenderingTransport, open_rendering
 from harvestman.fetch.transport import Transport
-from harvestman.model.config import CrawlConfig
+from harvestman.model.config import RenderSettings
 from harvestman.model.errors import InvalidUrlError
 from harvestman.net.urls import host_of
 
 TakeTurn = Callable[[str, float], Awaitable[None]]
 
 
-def renders(cfg: CrawlConfig) -> bool:
+def renders(settings: RenderSettings) -> bool:
     """Whether any page of this crawl may be rendered (a mode or a rule other than never)."""
-    return cfg.render != "never" or any(mode != "never" for _, mode in cfg.render_rules)
+    return settings.render != "never" or any(mode != "never" for _, mode in settings.render_rules)
 
 
 class PageRequestRules:
@@ -56,7 +56,7 @@ class PageRequestRules:
         return ""
 
 
-def open_page_transport(transport: Transport, cfg: CrawlConfig, rules: PageRequestRules
-                        ) -> RenderingTransport:
-    """The crawl's page transport: `transport`, with pages rendered where the config says."""
-    return open_rendering(transport, cfg.rendering, user_agent=cfg.user_agent, check=rules)
+def open_page_transport(transport: Transport, settings: RenderSettings, user_agent: str,
+                        rules: PageRequestRules) -> RenderingTransport:
+    """The crawl's page transport: `transport`, with pages rendered where the settings say."""
+    return open_rendering(transport, settings, user_agent=user_agent, check=rules)

@@ -308,7 +308,7 @@ class BrowserRenderer:
             crashed = asyncio.Event()
             page.on("crash", lambda _page: crashed.set())
             dom, png = await asyncio.wait_for(self._load(page, visit, crashed), timeout)
-        except (TimeoutError, asyncio.TimeoutError):
+        except TimeoutError:
             self.failed += 1
             await self._drop(slot)
             raise RenderFetchError(f"the page did not {visit.phase} within {timeout:g}s "

@@ -441,7 +441,8 @@ def _validate_render(cfg: CrawlConfig) -> None:
         raise ConfigError(f"render_recycle must be >= 1, got {cfg.render_recycle}")
     for name in cfg.render_block:
         if name not in RENDER_KINDS:
-            raise ConfigError(f"render_block: unknown resource kind {name!r} (one of {', '.join(RENDER_KINDS)})")
+            raise ConfigError(f"render_block: unknown resource kind {name!r} "
+                              f"(one of {', '.join(RENDER_KINDS)})")
     if cfg.render_max_bytes <= 0:
         raise ConfigError(f"render_max_bytes must be > 0, got {cfg.render_max_bytes}")
     if cfg.screenshot not in SCREENSHOT_MODES:
