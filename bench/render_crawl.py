@@ -40,7 +40,8 @@ from tests.support.proctree import _stats, tree_rss_kb
 
 HOST = "127.88.21.1"
 CHROMIUM = "/usr/bin/chromium"
-WORDS = "render browser crawler page script link text archive politeness frontier".split()
+WORDS = ["render", "browser", "crawler", "page", "script", "link", "text", "archive", "politeness",
+         "frontier"]
 
 PEER = '''
 import asyncio, sys
@@ -80,7 +81,8 @@ def write_site(root: Path, pages: int) -> None:
     for i in range(pages):
         links = sorted({(i + 1) % pages, *((i * 7 + k * 13) % pages for k in range(5))})
         text = " ".join(WORDS[(i + j) % len(WORDS)] for j in range(300))
-        (root / "data" / f"{i}.json").write_text(json.dumps({"text": text, "links": [f"/p{n}.html" for n in links]}))
+        data = {"text": text, "links": [f"/p{n}.html" for n in links]}
+        (root / "data" / f"{i}.json").write_text(json.dumps(data))
         (root / f"p{i}.html").write_text(
             "<!doctype html><html><head><meta charset='utf-8'><title>p</title></head><body>"
             '<div id="root"></div><script>'
@@ -146,7 +148,8 @@ def measure(tool: str, command: list[str], server: NginxServer, env: dict[str, s
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages", type=int, default=200)
     parser.add_argument("--concurrency", type=int, default=2)
     parser.add_argument("--runs", type=int, default=1)
@@ -165,7 +168,8 @@ def main() -> None:
         with server:
             for run in range(args.runs):
                 out = work / f"out-{run}"
-                hm = [sys.executable, "-m", "harvestman.app.cli", "crawl", start, "--out", str(out), "--quiet",
+                hm = [sys.executable, "-m", "harvestman.app.cli", "crawl", start, "--out", str(out),
+                      "--quiet",
                       "--workers", "1", "--allow-net", f"{HOST}/32", "--render", "always",
                       "--render-concurrency", str(args.concurrency), "--per-host", str(args.concurrency),
                       "--render-settle", settle, "--max-wait", "1", "--max-pages", str(args.pages)]
@@ -179,13 +183,14 @@ def main() -> None:
                     script.write_text(textwrap.dedent(PEER))
                     env = {**os.environ, "CRAWLEE_STORAGE_DIR": str(storage), "CRAWLEE_PURGE_ON_START": "1",
                            "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"}
-                    peer = [str(Path(args.peer_python).absolute()), str(script), start, str(args.concurrency), str(args.pages),
-                            args.settle]
+                    peer = [str(Path(args.peer_python).absolute()), str(script), start,
+                            str(args.concurrency), str(args.pages), args.settle]
                     results.setdefault("crawlee-playwright", []).append(
                         measure("crawlee-playwright", peer, server, env=env, cwd=work))
         print(f"{args.pages} script-built pages, concurrency {args.concurrency}, settle {args.settle}, "
               f"{os.cpu_count()} cores, medians of {args.runs} run(s)")
-        print(f"{'tool':<20} {'pages':>6} {'seconds':>8} {'pages/s':>8} {'CPU ms/page':>12} {'peak RSS MiB':>13} {'peak PSS MiB':>13}")
+        print(f"{'tool':<20} {'pages':>6} {'seconds':>8} {'pages/s':>8} {'CPU ms/page':>12} "
+              f"{'peak RSS MiB':>13} {'peak PSS MiB':>13}")
         for tool, runs in results.items():
             pages = statistics.median(r.pages for r in runs)
             seconds = statistics.median(r.seconds for r in runs)
