@@ -376,6 +376,26 @@ def test_nothing_escapes_the_routing_to_the_canary(site: Site, session_browser: 
     assert "/after-canary.html" in response.rendering.dom
 
 
+def test_a_full_page_screenshot_covers_the_whole_page(site: Site, session_browser: Any) -> None:
+    loop, transport = session_browser
+    renderer = transport.renderer
+    settings = renderer.settings
+    shots = {}
+    try:
+        for mode in ("viewport", "full"):
+            renderer.settings = dataclasses.replace(settings, screenshot=mode)
+            shots[mode] = _fetch(loop, transport, site.url("/tall.html")).rendering.screenshot
+    finally:
+        renderer.settings = settings
+
+    def height(png: bytes) -> int:  # from the IHDR chunk
+        assert png.startswith(b"\x89PNG\r\n\x1a\n")
+        return int.from_bytes(png[20:24], "big")
+
+    assert height(shots["viewport"]) == 800
+    assert height(shots["full"]) >= 3000
+
+
 # ----- bad input ----------------------------------------------------------------------------------
 
 

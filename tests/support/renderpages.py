@@ -78,6 +78,9 @@ def write_render_site(root: Path, canary: str) -> None:
     (root / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n")
     (root / "kinds.html").write_text(_page("kinds", '<div id="root"></div><img src="/img.png"><script>'
         "document.getElementById('root').innerHTML='<a href=\"/after-kinds.html\">k</a>';</script>"))
+    # Not linked from the index: a page 3,000 pixels tall, built by its script (full-page screenshots).
+    (root / "tall.html").write_text(_page("tall", '<div id="root"></div><script>'
+        "document.getElementById('root').innerHTML='<div style=\"height:3000px\">tall</div>';</script>"))
     for name in ("from-inline-1", "from-inline-2", "from-api-1", "from-api-2", "after-canary",
                  "after-kinds", "static-target"):
         (root / f"{name}.html").write_text(_page(name, f"<p>{name}</p>"))
