@@ -194,11 +194,12 @@ def test_example_config_documents_every_setting_at_its_default() -> None:
     for name in fields:
         # Set on a line of its own, under a comment (a group of settings may share one), in the
         # table of its section.
-        at = lines.index(f"[fetch.{name}]") if name in ("extra_headers", "stop_rules") else next(
+        tables = ("extra_headers", "stop_rules", "render_rules")
+        at = lines.index(f"[{SECTION_OF[name]}.{name}]") if name in tables else next(
             i for i, line in enumerate(lines) if line.startswith(f"{name} = "))
         above = next(line for line in reversed(lines[:at]) if " = " not in line or line.startswith("#"))
         assert above.startswith("#"), f"{name} has no comment above it"
-        table_at = lines[:at + 1] if name in ("extra_headers", "stop_rules") else lines[:at]
+        table_at = lines[:at + 1] if name in tables else lines[:at]
         section = next(line for line in reversed(table_at) if line.startswith("["))
         assert section.startswith(f"[{SECTION_OF[name]}"), f"{name} is not in [{SECTION_OF[name]}]"
     # The values shown are the defaults, except the seeds an example must fill in.

@@ -154,10 +154,43 @@ def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
         help="compute each HTML page's features (text, sentences, n-grams, language...) into "
              "DIR/features/ (costs CPU a page; `harvestman features DIR` does it afterwards)",
     )
+    _render_options(parser)
     parser.add_argument("--quiet", "-q", action="store_true", default=None, help="no progress display")
     parser.add_argument(
         "--log-json", action="store_true", default=None, help="print every event as a JSON line"
     )
+
+
+def _kinds(value: str) -> list[str]:
+    """A comma-separated list of resource kinds; 'none' for none."""
+    return [] if value.strip() == "none" else [k.strip() for k in value.split(",") if k.strip()]
+
+
+def _render_options(parser: argparse.ArgumentParser) -> None:
+    """Rendering pages in a browser (fetch/browser.py, docs/config.md [render])."""
+    parser.add_argument(
+        "--render", choices=("never", "auto", "always"),
+        help="render pages in Chromium: never (default), auto (pages whose HTML looks like an "
+             "application shell), always (every HTML page)",
+    )
+    parser.add_argument("--render-concurrency", type=int, metavar="N",
+                        help="pages rendered at once, one browser context each (default 2)")
+    parser.add_argument("--render-timeout", type=float, metavar="SECONDS",
+                        help="time a page has to load and settle in the browser (default 30)")
+    parser.add_argument("--render-settle", metavar="RULE",
+                        help="when a page is done: idle (no request in flight for 0.5 s; default) "
+                             "or selector:CSS (once it matches)")
+    parser.add_argument("--render-block", type=_kinds, metavar="KINDS",
+                        help="resource kinds a rendered page may not fetch, comma-separated "
+                             "(default image,media,font; 'none' for none)")
+    parser.add_argument("--render-third-party", action="store_true", default=None,
+                        help="let a rendered page fetch from other hosts than its own")
+    parser.add_argument("--render-max-bytes", type=int, metavar="BYTES",
+                        help="bytes a rendered page's requests may total (default 20 MiB)")
+    parser.add_argument("--screenshot", nargs="?", const="viewport", choices=("viewport", "full"),
+                        help="a PNG of each rendered page (of the viewport, or the full page) in the WARC")
+    parser.add_argument("--browser", dest="browser_path", metavar="PATH",
+                        help="the Chromium binary to drive (default /usr/bin/chromium)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -184,7 +217,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--what", choices=EXPORT_WHAT, default="urls",
         help="urls: one record per URL; links: one row per link of each fetched HTML page "
              "(from_url, to_url, anchor, kind, nofollow); pages: one row per HTML page with its "
-             "features (harvestman features DIR, or a crawl with --features)",
+             "features (harvestman features DIR, or a crawl with --features); renders: one row per "
+             "page rendered in a browser (its DOM and screenshot records in the WARC files, jsonl)",
     )
     export.add_argument(
         "--format", choices=EXPORT_FORMATS, default="jsonl",
@@ -288,6 +322,10 @@ def check_before_creating(cfg: CrawlConfig) -> None:
     out = Path(cfg.out_dir)
     if out.exists() and not out.is_dir():
         raise ConfigError(f"--out {out} is a file, not a folder: name a new or an existing output folder")
+    if cfg.render != "never" or cfg.render_rules:
+        from harvestman.fetch.browser import check_browser  # only a crawl that renders loads it
+
+        check_browser(cfg.browser_path)
     seeds = check_seeds(cfg.seeds, max_length=cfg.max_url_length)
     for note in seeds.notes:
         print(f"harvestman: {note}", file=sys.stderr)

@@ -22,6 +22,7 @@ EXPORT_WHAT: tuple[str, ...] = ("urls", "links")  # one record per URL, or one r
 EXPORT_WHAT += ("pages",)  # one row per HTML page with its features (index/pages.py)
 EXPORT_FORMATS += ("opensearch", "solr")  # --what index: bulk files for search servers (index/export.py)
 EXPORT_WHAT += ("index",)  # the search index's documents
+EXPORT_WHAT += ("renders",)  # one row per page rendered in a browser (store/warc_renders.py)
 _TIME_FIELDS = ("fetch_time", "next_fetch_time")  # epoch seconds in the database; 0 means never
 
 
@@ -138,6 +139,10 @@ def export_records(folder: Path, fmt: str, output: Path | None = None, db: str =
         if fmt == "cdxj":
             raise ConfigError("--what pages is written as jsonl or parquet, not cdxj")
         return _export_pages(folder, fmt, output or Path(folder) / f"pages.{fmt}")
+    if what == "renders":
+        if fmt != "jsonl":
+            raise ConfigError("--what renders is written as jsonl")
+        return _export_renders(folder, output or Path(folder) / "renders.jsonl")
     if what == "links":
         if fmt == "cdxj":
             raise ConfigError("--what links is written as jsonl or parquet, not cdxj")
@@ -191,6 +196,20 @@ def _export_links(folder: Path, fmt: str, path: Path, db: str) -> Exported:
         return Exported(path, count)
     finally:
         crawl.close()
+
+
+def _export_renders(folder: Path, path: Path) -> Exported:
+    """One row per rendered page: where its DOM and screenshot are in the WARC files, and why."""
+    from harvestman.store.warc_renders import rendered_pages
+
+    if not Path(folder).is_dir():
+        raise ConfigError(f"{folder} is not a crawl folder")
+    count = 0
+    with open(path, "w", encoding="utf-8") as out:
+        for row in rendered_pages(folder):
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+            count += 1
+    return Exported(path, count)
 
 
 def _export_pages(folder: Path, fmt: str, path: Path) -> Exported:

@@ -150,6 +150,7 @@ class Crawler:
         # harvestman recrawl's checks (crawl/recrawl.py); None in any other crawl: no cost a page.
         self._recrawl = RecrawlCheck(config.recrawl_strategy, config.extra_headers, timeout=config.timeout,
                                      max_size=config.max_size) if config.recrawl_strategy else None
+        self._rendering: Transport | None = None  # the browser's transport, when pages are rendered
 
     # ----- faces -----------------------------------------------------------------------------
 
@@ -226,8 +227,9 @@ class Crawler:
                     host_key=self._keys.key,
                     sitemaps=self._links.sitemaps if cfg.follow_links else "off",
                 )
+                pages = self._page_transport(transport, robots)  # the browser's, when rendering
                 # The hop check reads `run`, bound below, only when a redirect is followed.
-                fetcher = Fetcher(transport, max_redirects=cfg.max_redirects,
+                fetcher = Fetcher(pages or transport, max_redirects=cfg.max_redirects,
                                   hop_check=lambda url: self._hop_check(url, run))
                 run = _Run(frontier, journal, warc, fetcher, robots, scope, on_page, sinks)
                 self._emit(Event(EventKind.CRAWL_STARTED, time.time(), message=" ".join(seeds)))
@@ -238,6 +240,8 @@ class Crawler:
                 finally:
                     if sinks is not None:
                         sinks.close()
+                    if self._rendering is not None:
+                        await self._rendering.aclose()
         finally:
             try:
                 self._flush(frontier, journal, time.time())
@@ -259,6 +263,20 @@ class Crawler:
         if self._fatal is not None:
             raise self._fatal
         return self.stats
+
+    def _page_transport(self, transport: Transport, robots: RobotsGate) -> Transport | None:
+        """The transport that renders pages in a browser (fetch/browser.py), None when no page is
+        rendered; imported only then, so the default crawl never loads Playwright."""
+        cfg = self.config
+        if cfg.render == "never" and not cfg.render_rules:
+            return None
+        from harvestman.crawl.rendering import PageRequestRules, open_page_transport, renders
+
+        if not renders(cfg.rendering):
+            return None
+        rules = PageRequestRules(robots, self._take_turn, self._keys.key, cfg.delay, cfg.crawl_delay_cap)
+        self._rendering = open_page_transport(transport, cfg.rendering, cfg.user_agent, rules)
+        return self._rendering
 
     def _make_output_folder(self) -> Path:
         out = Path(self.config.out_dir)

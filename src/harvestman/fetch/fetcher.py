@@ -217,4 +217,5 @@ class Fetcher:
             body_wire_bytes=body_wire,
             saved_bytes=max(0, response.full_size - body_wire) if response.partial and response.full_size >= 0
             else 0,
+            rendering=response.rendering,
         )

@@ -157,6 +157,30 @@ class ExtensionSettings:
     features: bool  # each HTML page's features (text, sentences, n-grams...: index/features.py)
 
 
+@dataclass(frozen=True, slots=True)
+class RenderSettings:
+    """Which pages a browser renders and how (fetch/browser.py): never by default."""
+
+    render: str  # "never", "auto" (pages that look like an application shell), "always"
+    render_rules: tuple[tuple[str, str], ...]  # URL pattern -> mode, the first match wins over `render`
+    render_concurrency: int  # browser contexts (pages rendered at once)
+    render_timeout: float  # seconds a page has to load and settle
+    render_settle: str  # "idle" (no request in flight for a moment) or "selector:CSS"
+    render_recycle: int  # pages a browser context renders before a fresh one replaces it
+    render_block: tuple[str, ...]  # resource kinds never fetched for a page
+    render_third_party: bool  # let a page fetch from hosts other than its own
+    render_max_bytes: int  # bytes a page's sub-resources may total
+    screenshot: str  # "", "viewport" or "full": a PNG of each rendered page
+    browser_path: str  # the Chromium binary Playwright drives (never a downloaded one)
+
+
+RENDER_MODES = ("never", "auto", "always")
+# Playwright's resource types a page's requests may be blocked by (`document` is the page itself).
+RENDER_KINDS = ("stylesheet", "image", "media", "font", "script", "texttrack", "xhr", "fetch",
+                "eventsource", "websocket", "manifest", "other")
+SCREENSHOT_MODES = ("", "viewport", "full")
+
+
 # Section name (a CrawlConfig property, and a TOML table) -> its record.
 SECTIONS: dict[str, type[Any]] = {
     "fetch": FetchSettings,
@@ -167,6 +191,7 @@ SECTIONS: dict[str, type[Any]] = {
     "run": RunSettings,
     "documents": DocumentSettings,
     "extensions": ExtensionSettings,
+    "rendering": RenderSettings,
 }
 
 
@@ -259,6 +284,20 @@ class CrawlConfig:
     # How a re-fetch is checked ("conditional", "size", "sitemap", "full"; crawl/recrawl.py): set by
     # `harvestman recrawl` for its segment; '' (the default crawl) costs nothing per page.
     recrawl_strategy: str = ""
+    # Pages rendered in a browser (fetch/browser.py; the `render` extra installs Playwright, which
+    # drives the system's Chromium): "never" (default: no browser is started, nothing imported),
+    # "auto" (pages whose HTML looks like an application shell), "always" (every HTML page).
+    render: str = "never"
+    render_rules: tuple[tuple[str, str], ...] = field(default=())
+    render_concurrency: int = 2
+    render_timeout: float = 30.0
+    render_settle: str = "idle"
+    render_recycle: int = 50
+    render_block: tuple[str, ...] = ("image", "media", "font")
+    render_third_party: bool = False
+    render_max_bytes: int = 20 * 1024 * 1024
+    screenshot: str = ""
+    browser_path: str = "/usr/bin/chromium"
 
     def __post_init__(self) -> None:
         _convert(self)
@@ -309,6 +348,11 @@ class CrawlConfig:
     def extensions(self) -> ExtensionSettings:
         """The plugins this crawl runs."""
         return _section(self, ExtensionSettings)
+
+    @property
+    def rendering(self) -> RenderSettings:
+        """The settings of rendering pages in a browser."""
+        return _section(self, RenderSettings)
 
 
 def _section(cfg: CrawlConfig, kind: type[_S]) -> _S:
@@ -383,6 +427,34 @@ def _validate(cfg: CrawlConfig) -> None:
                 raise ConfigError(f"stop_rules: invalid regular expression {pattern!r}: {exc}") from None
         if spec or pattern:
             check_stop_spec(spec)
+    _validate_render(cfg)
+
+
+def _validate_render(cfg: CrawlConfig) -> None:
+    for pattern, mode in (("", cfg.render), *cfg.render_rules):
+        if mode not in RENDER_MODES:
+            raise ConfigError(f"render mode must be one of {', '.join(RENDER_MODES)}, got {mode!r}")
+        try:
+            re.compile(pattern)
+        except re.error as exc:
+            raise ConfigError(f"render_rules: invalid regular expression {pattern!r}: {exc}") from None
+    if cfg.render_concurrency < 1 or cfg.render_concurrency > 64:
+        raise ConfigError(f"render_concurrency must be between 1 and 64, got {cfg.render_concurrency}")
+    if cfg.render_timeout <= 0:
+        raise ConfigError(f"render_timeout must be > 0, got {cfg.render_timeout!r}")
+    kind, sep, css = cfg.render_settle.partition(":")
+    if not (cfg.render_settle == "idle" or (kind == "selector" and sep and css.strip())):
+        raise ConfigError(f"render_settle must be idle or selector:CSS, got {cfg.render_settle!r}")
+    if cfg.render_recycle < 1:
+        raise ConfigError(f"render_recycle must be >= 1, got {cfg.render_recycle}")
+    for name in cfg.render_block:
+        if name not in RENDER_KINDS:
+            raise ConfigError(f"render_block: unknown resource kind {name!r} "
+                              f"(one of {', '.join(RENDER_KINDS)})")
+    if cfg.render_max_bytes <= 0:
+        raise ConfigError(f"render_max_bytes must be > 0, got {cfg.render_max_bytes}")
+    if cfg.screenshot not in SCREENSHOT_MODES:
+        raise ConfigError(f"screenshot must be viewport or full, got {cfg.screenshot!r}")
 
 
 HTTP2_MODES = ("auto", "always", "never")
@@ -578,7 +650,7 @@ def load_toml(path: Path) -> dict[str, Any]:
 # What a machine that joins a shared crawl sets for itself (`harvestman worker`); every other setting
 # is the crawl's, stored in its database when it starts and taken from there by the workers.
 MACHINE_LOCAL = frozenset({"seeds", "out_dir", "db", "resume", "workers", "allow_net", "resolve", "quiet",
-                           "log_json"})
+                           "log_json", "browser_path"})
 
 
 def crawl_settings(cfg: CrawlConfig) -> dict[str, Any]:

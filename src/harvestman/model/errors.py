@@ -115,6 +115,14 @@ class UnsupportedUrlError(FetchError):
     transient = False
 
 
+class RenderFetchError(FetchError):
+    """A page could not be rendered in the browser: a script that never ends, a page that never
+    settles, a crashed browser (fetch/browser.py). Retrying the same page would fail the same way."""
+
+    error_class = "render"
+    transient = False
+
+
 # ----- what a failure means for the `harvestman` command -----------------------------------------
 # Exit statuses, modelled on wget's; when the seeds failed for different reasons, the lowest status
 # above 1 wins, as in wget. README.md "The command line" lists them.
@@ -157,6 +165,7 @@ FAILURE_HELP: dict[str, FailureHelp] = {
     "invalid_url": FailureHelp(EXIT_USAGE, "not a URL harvestman can fetch"),
     "robots": FailureHelp(EXIT_FAILED, "disallowed by robots.txt: --ignore-robots fetches it anyway"),
     "host_budget": FailureHelp(EXIT_FAILED, "--max-pages-per-host raises the budget"),
+    "render": FailureHelp(EXIT_FAILED, "the page did not render in time: --render-timeout allows longer"),
 }
 
 

@@ -82,6 +82,24 @@ class RedirectHop:
 
 
 @dataclass(frozen=True, slots=True)
+class Rendering:
+    """What a browser made of a page (fetch/browser.py): the response as the server sent it, the
+    DOM after its scripts ran, a screenshot when asked for, and what the page's requests did."""
+
+    original_headers: Headers  # the page's response as served (the WARC response record keeps it)
+    original_body: bytes
+    dom: str  # the rendered document (outerHTML of the page after it settled): links and text come from it
+    screenshot: bytes = b""  # PNG, empty unless asked for
+    screenshot_mode: str = ""  # "viewport" or "full"
+    settle: str = ""  # how the page was judged settled: "idle" or "selector:CSS"
+    requests: int = 0  # requests the page's browser made and harvestman fetched for it
+    refused: tuple[tuple[str, str], ...] = ()  # (url, why) of requests not let through
+    resource_bytes: int = 0  # bytes fetched for the page's sub-resources
+    elapsed: float = 0.0  # seconds in the browser
+    reason: str = ""  # why this page was rendered: "always", or what made `auto` judge it a shell
+
+
+@dataclass(frozen=True, slots=True)
 class HttpResponse:
     """One HTTP response as the transport returns it; the body is already content-decoded.
 
@@ -104,6 +122,7 @@ class HttpResponse:
     partial: str = ""  # the stop condition's label when the body was cut there ('' when whole)
     body_wire_bytes: int = -1  # the body as transferred (encoded); -1: not counted apart (wire_bytes)
     full_size: int = -1  # the whole body's size on the wire, when known (Content-Length, Content-Range)
+    rendering: Rendering | None = None  # the body is a browser's rendered DOM (fetch/browser.py)
 
     def header(self, name: str) -> str | None:
         """The last value of header `name` (case-insensitive), or None."""
@@ -135,6 +154,7 @@ class FetchResult:
     partial: str = ""  # why the body stops early ('' when whole): "head", "selector:CSS", "bytes:N"
     body_wire_bytes: int = 0  # the body as transferred (encoded), headers aside
     saved_bytes: int = 0  # what the whole body would have cost more on the wire (known sizes only)
+    rendering: Rendering | None = None  # rendered in a browser: `text` is the rendered DOM
 
     @property
     def error(self) -> bool:

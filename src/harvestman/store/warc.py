@@ -21,7 +21,7 @@ from urllib.parse import quote, urlsplit
 from harvestman.fetch.content import sha1_base32
 from harvestman.model import faults
 from harvestman.model.errors import StorageError
-from harvestman.model.records import FetchResult, Headers
+from harvestman.model.records import FetchResult, Headers, Rendering
 
 OPEN_SUFFIX = ".open"
 GiB = 1024 * 1024 * 1024
@@ -204,13 +204,17 @@ class WarcWriter:
         if result.remote_addr:
             common += f"WARC-IP-Address: {_clean(result.remote_addr)}\r\n"
         parts: list[bytes] = []
+        rendering = result.rendering
         if result.status:
             body = result.body
+            headers = result.headers
+            if rendering is not None:  # the response as served; the rendered DOM follows as a conversion
+                body, headers, payload_digest = rendering.original_body, rendering.original_headers, ""
             lines = [
                 f"{_ORIGINAL_PREFIX}{_clean(name)}: {_clean(value)}\r\n"
                 if name.lower() in _FRAMING_HEADERS
                 else f"{_clean(name)}: {_clean(value)}\r\n"
-                for name, value in result.headers
+                for name, value in headers
             ]
             lines.append(f"Content-Length: {len(body)}\r\n")
             status_line = f"HTTP/1.1 {f'{result.status} {_reason(result.status)}'.strip()}"
@@ -225,6 +229,8 @@ class WarcWriter:
                 f"WARC-Block-Digest: {_sha1(http_head, body)}\r\n",
             ]
             parts.append(self._record(fields, (http_head, body)))
+            if rendering is not None:
+                parts.extend(self._rendered(rendering, uri, common, response_id))
             common += f"WARC-Concurrent-To: {response_id}\r\n"
         split = urlsplit(uri)
         target = _request_target((split.path or "/") + (f"?{split.query}" if split.query else ""))
@@ -261,6 +267,11 @@ class WarcWriter:
         meta += [f"redirect: {h.status} {_clean(h.url)} -> {_clean(h.location)}" for h in result.redirects]
         if result.error_class:
             meta.append(f"error: {_clean(result.error_class)}: {_clean(result.error_message)}")
+        if rendering is not None:
+            meta += [f"rendered: {_clean(rendering.reason)}", f"renderSettle: {_clean(rendering.settle)}",
+                     f"renderTimeMs: {round(rendering.elapsed * 1000)}",
+                     f"renderRequests: {rendering.requests}", f"renderBytes: {rendering.resource_bytes}"]
+            meta += [f"renderRefused: {_clean(why)} {_clean(url)}" for url, why in rendering.refused[:200]]
         payload = ("\r\n".join(meta) + "\r\n").encode("utf-8")
         digest = _sha1(payload)
         fields = [
@@ -273,6 +284,39 @@ class WarcWriter:
         ]
         parts.append(self._record(fields, (payload,)))
         return b"".join(parts)
+
+    def _rendered(self, rendering: Rendering, uri: str, common: str, response_id: str) -> list[bytes]:
+        """The rendered DOM (a conversion record) and the screenshot (a resource record) of a page a
+        browser rendered, each referring to the response it was made from."""
+        dom_id, shot_id = _record_ids(2)
+        dom = rendering.dom.encode("utf-8")
+        digest = _sha1(dom)
+        records = [self._record([
+            "WARC-Type: conversion\r\n",
+            f"WARC-Record-ID: {dom_id}\r\n",
+            common,
+            f"WARC-Refers-To: {response_id}\r\n",
+            "Content-Type: text/html; charset=utf-8\r\n",
+            f"WARC-Payload-Digest: {digest}\r\n",
+            f"WARC-Block-Digest: {digest}\r\n",
+        ], (dom,))]
+        if rendering.screenshot:
+            # Named as browsers' archivers name them (urn:screenshot:URL), so replay tools find them.
+            digest = _sha1(rendering.screenshot)
+            shot_common = common.replace(f"WARC-Target-URI: {_uri_field(uri)}\r\n",
+                                         f"WARC-Target-URI: urn:screenshot:{_uri_field(uri)}\r\n")
+            records.append(self._record([
+                "WARC-Type: resource\r\n",
+                f"WARC-Record-ID: {shot_id}\r\n",
+                shot_common,
+                f"WARC-Refers-To: {response_id}\r\n",
+                f"WARC-Concurrent-To: {response_id}\r\n",
+                "Content-Type: image/png\r\n",
+                f"X-Harvestman-Screenshot: {_clean(rendering.screenshot_mode)}\r\n",
+                f"WARC-Payload-Digest: {digest}\r\n",
+                f"WARC-Block-Digest: {digest}\r\n",
+            ], (rendering.screenshot,)))
+        return records
 
     # -- files -----------------------------------------------------------------------------------
 
