@@ -155,6 +155,14 @@ class ExtensionSettings:
     features: bool  # each HTML page's features (text, sentences, n-grams...: index/features.py)
 
 
+@dataclass(frozen=True, slots=True)
+class FocusSettings:
+    """Focused crawling (seed 004: policy/focus.py, crawl/focusfile.py): off unless a focus file is named."""
+
+    focus_file: str  # a focus file (TOML: mode, topics and their examples); '' for an unfocused crawl
+    keep_off_topic: bool  # hard focus: store off-topic pages too (their links are not followed either way)
+
+
 # Section name (a CrawlConfig property, and a TOML table) -> its record.
 SECTIONS: dict[str, type[Any]] = {
     "fetch": FetchSettings,
@@ -165,6 +173,7 @@ SECTIONS: dict[str, type[Any]] = {
     "run": RunSettings,
     "documents": DocumentSettings,
     "extensions": ExtensionSettings,
+    "focus": FocusSettings,
 }
 
 
@@ -254,6 +263,10 @@ class CrawlConfig:
     # index/features.py) into DIR/features/; off by default, as they cost ~3.7 ms of CPU a page
     # (bench/feature_costs.py).
     features: bool = False
+    # Focused crawling (seed 004): a focus file's topics and mode (docs/focus.md); '' crawls unfocused,
+    # at no cost a page. Hard focus stores off-topic pages only with keep_off_topic.
+    focus_file: str = ""
+    keep_off_topic: bool = False
 
     def __post_init__(self) -> None:
         _convert(self)
@@ -304,6 +317,11 @@ class CrawlConfig:
     def extensions(self) -> ExtensionSettings:
         """The plugins this crawl runs."""
         return _section(self, ExtensionSettings)
+
+    @property
+    def focus(self) -> FocusSettings:
+        """The settings of focused crawling."""
+        return _section(self, FocusSettings)
 
 
 def _section(cfg: CrawlConfig, kind: type[_S]) -> _S:
