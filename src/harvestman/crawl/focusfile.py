@@ -97,8 +97,19 @@ def _example_sources(entries: list[str], folder: Path) -> tuple[list[Path], list
     return files, urls
 
 
-def read_focus_file(path: Path, fetch_urls: UrlFetcher | None = None) -> FocusFile:
-    """Read and check a focus file and its examples; ConfigError says what is wrong with it."""
+def file_digest(raw: bytes, files: list[Path], urls: list[str]) -> str:
+    """What identifies a focus file and its examples (their names, sizes and times; the URLs)."""
+    digest = hashlib.sha256(raw)
+    for file in sorted(set(files)):
+        stat = file.stat()
+        digest.update(f"\n{file.resolve()}:{stat.st_size}:{stat.st_mtime_ns}".encode())
+    digest.update("\n".join(urls).encode())
+    return digest.hexdigest()[:32]
+
+
+def read_focus_file(path: Path, fetch_urls: UrlFetcher | None = None, *, known_digest: str = "") -> FocusFile:
+    """Read and check a focus file and its examples; ConfigError says what is wrong with it.
+    When its digest is `known_digest` (a saved focus came from it), the examples are not read."""
     path = Path(path)
     try:
         raw = path.read_bytes()
@@ -125,7 +136,8 @@ def read_focus_file(path: Path, fetch_urls: UrlFetcher | None = None) -> FocusFi
     for index, table in enumerate(tables, 1):
         unknown = set(table) - _TOPIC_KEYS
         if unknown:
-            raise ConfigError(f"focus file {path}, topic {index}: unknown key(s) {', '.join(sorted(unknown))}")
+            raise ConfigError(f"focus file {path}, topic {index}: unknown key(s) "
+                              f"{', '.join(sorted(unknown))}")
         name = table.get("name")
         if not isinstance(name, str) or not name.strip():
             raise ConfigError(f"focus file {path}, topic {index}: a topic needs a name")
@@ -155,6 +167,9 @@ def read_focus_file(path: Path, fetch_urls: UrlFetcher | None = None) -> FocusFi
     if training and not os.path.isabs(training):
         training = str(folder / training)
     all_urls = [u for _, urls in sources.values() for u in urls] + negatives[1]
+    digest = file_digest(raw, [f for files, _ in sources.values() for f in files] + negatives[0], all_urls)
+    if known_digest == digest:  # the saved focus came from this very file: no need to read examples
+        return FocusFile(spec, {}, training, digest)
     fetched: dict[str, str] = {}
     if all_urls:
         if fetch_urls is None:
@@ -173,7 +188,6 @@ def read_focus_file(path: Path, fetch_urls: UrlFetcher | None = None) -> FocusFi
     if len(examples) < 2:
         raise ConfigError(f"focus file {path}: a classifier needs two classes: give the topic negative "
                           "examples, or name a second topic")
-    digest = hashlib.sha256(raw + json.dumps(examples, sort_keys=True).encode()).hexdigest()[:32]
     return FocusFile(spec, examples, training, digest)
 
 
@@ -194,7 +208,7 @@ def _texts(files: list[Path], urls: list[str], fetched: Mapping[str, str]) -> li
 
 def train_focus(file: FocusFile, *, keep_off_topic: bool = False, rules: Rules | None = None) -> Focus:
     """The focus a focus file describes, its classifier trained on its examples (seconds)."""
-    model = train(file.examples)
+    model = train(file.examples, balanced=True)
     return Focus(file.spec, model, rules, keep_off_topic)
 
 
@@ -227,7 +241,8 @@ def saved_focus(out_dir: Path) -> tuple[Focus, str] | None:
         spec = FocusSpec.from_json(meta["spec"])
         rules = Rules.from_json(meta["rules"]) if meta.get("rules") else None
     except (KeyError, TypeError, ValueError) as exc:
-        raise ConfigError(f"the focus saved in {folder} is damaged ({exc}): remove it to train again") from None
+        raise ConfigError(f"the focus saved in {folder} is damaged ({exc}): remove it to train again") \
+            from None
     model = TextClassifier.load(folder)
     return Focus(spec, model, rules, bool(meta.get("keep_off_topic", False))), str(meta.get("digest", ""))
 
@@ -241,7 +256,7 @@ def focus_for(config: CrawlConfig, fetch_urls: UrlFetcher | None = None) -> Focu
     if saved is not None and config.resume:
         saved[0].keep_off_topic = config.keep_off_topic
         return saved[0]
-    file = read_focus_file(Path(config.focus_file), fetch_urls)
+    file = read_focus_file(Path(config.focus_file), fetch_urls, known_digest=saved[1] if saved else "")
     if saved is not None and saved[1] == file.digest:
         saved[0].keep_off_topic = config.keep_off_topic
         return saved[0]

@@ -18,5 +18,14 @@ from harvestman.policy.textmodel import (
     train,
 )
 
-__all__ = ["FORMAT", "MODEL_FILE", "N_FEATURES", "NGRAMS", "TOKENS", "WEIGHTS_FILE", "TextClassifier",
-           "cross_validated_accuracy", "train"]
+__all__ = [
+    "FORMAT",
+    "MODEL_FILE",
+    "NGRAMS",
+    "N_FEATURES",
+    "TOKENS",
+    "WEIGHTS_FILE",
+    "TextClassifier",
+    "cross_validated_accuracy",
+    "train",
+]

@@ -262,10 +262,8 @@ class Focus:
             target = None if link.nofollow else follow.get(link.url)
             if target is None or target[0] not in wanted:
                 continue
-            if link.kind in FRAMES:
-                score = base  # the frameset inherited it: its own (empty) text says nothing
-            else:
-                score = part_worth.get(link_key(link.url), page_worth)
+            # A frame's link takes what its frameset inherited: the frameset's own (empty) text says nothing.
+            score = base if link.kind in FRAMES else part_worth.get(link_key(link.url), page_worth)
             if mode == "rules":
                 score = pack(score, streak)
             if target[0] not in scores or score > scores[target[0]]:
