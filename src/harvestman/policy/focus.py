@@ -241,8 +241,8 @@ class Focus:
         base, parent_streak = unpack(inherited) if self.spec.mode == "rules" else (inherited, 0)
         streak = 0 if on_topic else parent_streak + 1
         mode = self.spec.mode
-        if mode == "hard":
-            follows, keep = on_topic, on_topic or self.keep_off_topic
+        if mode == "hard":  # a seed's links are followed: the crawl starts where it was told to
+            follows, keep = on_topic or page.depth == 0, on_topic or self.keep_off_topic
         elif mode == "rules":
             follows, keep = on_topic or streak <= self.spec.tunnel, True
         else:
