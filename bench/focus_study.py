@@ -55,7 +55,7 @@ GROUPS = {
     "devtools": r"^(unittest.*|doctest|pdb|profile|trace|tracemalloc|timeit|typing|inspect|dis|ast|"
                 r"logging.*|warnings|traceback|faulthandler|bdb|sys|gc|importlib.*|venv|zipapp)$",
 }
-EXAMPLES_PER_TOPIC = 12
+EXAMPLES_PER_TOPIC = 20
 STRATEGIES = ("bfs", "hard", "soft", "soft+blocks", "rules+tunnel")
 
 
@@ -96,15 +96,15 @@ def corpus() -> tuple[dict[str, list[Doc]], list[Doc]]:
 
 def focus_file(folder: Path, examples: Path, mode: str, *, blocks: bool = False, tunnel: int = 3,
                training: str = "") -> Path:
-    """A focus file: networking against the other topics; hubs' release notes as a class of their own."""
-    others = [t for t in GROUPS if t != TARGET]
+    """A focus file: networking the target; the other topics and the release notes as classes of
+    their own (a multi-topic classifier, as the seed's soft focus), not targets."""
     lines = [f'mode = "{mode}"', f"blocks = {str(blocks).lower()}", f"tunnel = {tunnel}", "threshold = 0.5"]
     if training:
         lines.append(f'training = "{training}"')
-    lines += ["[[topic]]", f'name = "{TARGET}"', f'positive = ["{examples}/{TARGET}/*.txt"]',
-              "negative = [" + ", ".join(f'"{examples}/{t}/*.txt"' for t in others) + "]"]
-    if mode == "rules":
-        lines += ["[[topic]]", 'name = "releasenotes"', f'positive = ["{examples}/hub/*.txt"]', "target = false"]
+    for topic in [*GROUPS, "hub"]:
+        lines += ["[[topic]]", f'name = "{topic}"', f'positive = ["{examples}/{topic}/*.txt"]']
+        if topic != TARGET:
+            lines.append("target = false")
     path = folder / f"focus-{mode}{'-blocks' if blocks else ''}.toml"
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

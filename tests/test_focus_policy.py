@@ -85,9 +85,9 @@ def _model() -> Focus:
     return Focus(spec, train(examples, balanced=True))
 
 
-def _page(html: str) -> CrawledPage:
+def _page(html: str, depth: int = 1) -> CrawledPage:
     result = FetchResult(BASE, BASE, status=200, content_type="text/html", text=html, body=html.encode())
-    return CrawledPage(result, parse_html(html, BASE), 0)
+    return CrawledPage(result, parse_html(html, BASE), depth)
 
 
 def test_soft_blocks_give_each_link_its_part_s_score_and_frames_the_inherited_one() -> None:
@@ -118,6 +118,8 @@ def test_hard_and_rules_decide_what_is_followed_and_kept() -> None:
     assert not verdict.follow and not verdict.keep and scores == {}
     hard.keep_off_topic = True
     assert hard.assess(off, 1.0, set(), follow)[0].keep
+    seed = _page("<body><p>garden flower seed soil</p><a href='/x'>x</a></body>", depth=0)
+    assert hard.assess(seed, 1.0, set(), follow)[0].follow  # a seed's links are followed
     rules = Focus(FocusSpec("rules", False, 1, 0.5, 3, (TopicSpec("db"),)), focus.model)
     first, scores = rules.assess(off, 1.0, {"http://site.test/x"}, follow)  # a seed: streak 0 before
     assert first.follow and first.streak == 1 and unpack(scores["http://site.test/x"])[1] == 1

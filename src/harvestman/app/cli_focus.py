@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from harvestman.batch.harvest import harvest_curve, write_curve
@@ -70,8 +71,7 @@ def prepare_focus(cfg: CrawlConfig) -> Focus:
     if file.training and file.spec.mode == "rules":
         from harvestman.batch.focusreplay import learn_rules, read_crawl
 
-        focus = Focus(focus.spec, focus.model, learn_rules(read_crawl(Path(file.training)), focus),
-                      focus.keep_off_topic)
+        focus = replace(focus, rules=learn_rules(read_crawl(Path(file.training)), focus))
     save_focus(focus, Path(cfg.out_dir), file.digest)
     return focus
 
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         if file.training and file.spec.mode == "rules":
             from harvestman.batch.focusreplay import learn_rules
 
-            focus = Focus(focus.spec, focus.model, learn_rules(read_crawl(Path(file.training)), focus))
+            focus = replace(focus, rules=learn_rules(read_crawl(Path(file.training)), focus))
     result = replay(crawl, focus, budget=args.budget)
     out = args.out or Path(args.dir) / f"replay-{focus.spec.mode if focus else 'bfs'}"
     csv_path, png_path = write_curve(result.curve, out, total_relevant=result.relevant_total)

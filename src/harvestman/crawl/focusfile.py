@@ -33,7 +33,7 @@ from typing import Any
 from harvestman.crawl.parse import parse_html
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import ConfigError, StorageError
-from harvestman.policy.focus import MODES, OTHER, Focus, FocusSpec, Rules, TopicSpec
+from harvestman.policy.focus import MODES, OTHER, Focus, FocusSpec, Rules, TopicSpec, fit_calibration
 from harvestman.policy.textmodel import TextClassifier, train
 
 FOCUS_DIR = "focus"
@@ -209,7 +209,8 @@ def _texts(files: list[Path], urls: list[str], fetched: Mapping[str, str]) -> li
 def train_focus(file: FocusFile, *, keep_off_topic: bool = False, rules: Rules | None = None) -> Focus:
     """The focus a focus file describes, its classifier trained on its examples (seconds)."""
     model = train(file.examples, balanced=True)
-    return Focus(file.spec, model, rules, keep_off_topic)
+    calibration = fit_calibration(file.examples, file.spec.targets)
+    return Focus(file.spec, model, rules, keep_off_topic, calibration)
 
 
 def save_focus(focus: Focus, out_dir: Path, digest: str) -> None:
@@ -244,7 +245,9 @@ def saved_focus(out_dir: Path) -> tuple[Focus, str] | None:
         raise ConfigError(f"the focus saved in {folder} is damaged ({exc}): remove it to train again") \
             from None
     model = TextClassifier.load(folder)
-    return Focus(spec, model, rules, bool(meta.get("keep_off_topic", False))), str(meta.get("digest", ""))
+    a, b = meta.get("calibration") or (1.0, 0.0)
+    focus = Focus(spec, model, rules, bool(meta.get("keep_off_topic", False)), (float(a), float(b)))
+    return focus, str(meta.get("digest", ""))
 
 
 def focus_for(config: CrawlConfig, fetch_urls: UrlFetcher | None = None) -> Focus | None:

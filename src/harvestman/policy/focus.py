@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -195,6 +195,10 @@ class Focus:
     model: TextClassifier
     rules: Rules | None = None
     keep_off_topic: bool = False
+    # Relevance = sigmoid(a * logit(p) + b) of the model's probability p of a target: a model trained
+    # on a few dozen examples ranks pages well but its probabilities hug the class priors, and the
+    # threshold is meant as a probability (fit_calibration; (1, 0) leaves p as it is).
+    calibration: tuple[float, float] = (1.0, 0.0)
     _reach: dict[str, float] = field(default_factory=dict, init=False)
     _targets: tuple[str, ...] = field(default=(), init=False)
 
@@ -216,7 +220,7 @@ class Focus:
         """(best target topic, its probability, most likely class) of a class distribution."""
         topic = max(self._targets, key=lambda name: probs.get(name, 0.0))
         page_class = max(probs, key=probs.__getitem__) if probs else OTHER
-        return topic, probs.get(topic, 0.0), page_class
+        return topic, calibrated(probs.get(topic, 0.0), self.calibration), page_class
 
     def _worth(self, probs: Mapping[str, float]) -> float:
         """A link's score from the class distribution of the page (or part) it is in."""
@@ -253,8 +257,12 @@ class Focus:
             return verdict, scores
         page_worth = self._worth(probs[0])
         part_worth: dict[str, float] = {}
+        enough = max(1, self.spec.paragraph_words)
         for block, block_probs in zip(blocks, probs[1:], strict=True):
-            worth = self._worth(block_probs)
+            # A part of few words (a list of short titles) says little: its score leans towards the
+            # page's, the more so the fewer its words.
+            weight = min(1.0, len(block.text.split()) / enough)
+            worth = weight * self._worth(block_probs) + (1 - weight) * page_worth
             for key in block.links:
                 if worth > part_worth.get(key, -1.0):
                     part_worth[key] = worth
@@ -273,4 +281,50 @@ class Focus:
     def to_json(self) -> str:
         """The focus (spec and rules; the model is saved apart) as JSON text."""
         return json.dumps({"spec": self.spec.to_json(), "keep_off_topic": self.keep_off_topic,
-                           "rules": self.rules.to_json() if self.rules else None}, indent=1) + "\n"
+                           "rules": self.rules.to_json() if self.rules else None,
+                           "calibration": list(self.calibration)}, indent=1) + "\n"
+
+
+def _logit(p: float) -> float:
+    p = min(max(p, 1e-6), 1 - 1e-6)
+    return math.log(p / (1 - p))
+
+
+def calibrated(p: float, calibration: tuple[float, float]) -> float:
+    """A model's probability mapped by a calibration (a, b): sigmoid(a * logit(p) + b)."""
+    a, b = calibration
+    if (a, b) == (1.0, 0.0):
+        return p
+    z = a * _logit(p) + b
+    return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+
+
+def fit_calibration(examples: Mapping[str, Sequence[str]], targets: Collection[str], folds: int = 4,
+                    *, c: float = 10.0) -> tuple[float, float]:
+    """Platt scaling of the best target probability, fit on the examples by cross-validation (each
+    example scored by a model trained on the other folds); (1, 0) when too few examples."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.model_selection import StratifiedKFold
+
+    from harvestman.policy.textmodel import train
+
+    names = sorted(examples)
+    texts = [text for name in names for text in examples[name]]
+    labels = [name for name in names for _ in examples[name]]
+    folds = min(folds, min(len(examples[name]) for name in names))
+    wanted = [name for name in names if name in targets]
+    if folds < 2 or not wanted or len(wanted) == len(names):
+        return 1.0, 0.0
+    scores: list[float] = []
+    truth: list[int] = []
+    for train_at, test_at in StratifiedKFold(folds, shuffle=True, random_state=0).split(texts, labels):
+        by_class: dict[str, list[str]] = {}
+        for i in train_at:
+            by_class.setdefault(labels[i], []).append(texts[i])
+        model = train(by_class, balanced=True, c=c)
+        for i, probs in zip(test_at, model.predict_many([texts[i] for i in test_at]), strict=True):
+            scores.append(_logit(max(probs.get(name, 0.0) for name in wanted)))
+            truth.append(int(labels[i] in targets))
+    platt = LogisticRegression(C=1e4, class_weight="balanced").fit([[z] for z in scores], truth)
+    a, b = float(platt.coef_[0][0]), float(platt.intercept_[0])
+    return (a, b) if a > 0 else (1.0, 0.0)

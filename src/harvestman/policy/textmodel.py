@@ -119,10 +119,12 @@ class TextClassifier:
         return cls(classes, coef, intercept, idf)
 
 
-def train(examples: Mapping[str, Sequence[str]], *, balanced: bool = False) -> TextClassifier:
+def train(examples: Mapping[str, Sequence[str]], *, balanced: bool = False,
+          c: float = 10.0) -> TextClassifier:
     """A classifier of the classes in `examples` (class -> texts); ConfigError for fewer than two
     classes or a class without examples. `balanced` weighs each class alike, however many examples
-    it has (focused crawling: a few positive examples against many negative ones)."""
+    it has (focused crawling: a few positive examples against many negative ones); `c` is the inverse
+    of the regularization (larger: sharper probabilities, closer fit to few examples)."""
     import numpy as np
     from sklearn.feature_extraction.text import TfidfTransformer
     from sklearn.linear_model import LogisticRegression
@@ -137,7 +139,7 @@ def train(examples: Mapping[str, Sequence[str]], *, balanced: bool = False) -> T
     labels = [name for name in classes for _ in examples[name]]
     tfidf = TfidfTransformer(sublinear_tf=True)
     matrix = tfidf.fit_transform(_vectorizer().transform(texts))
-    model = LogisticRegression(C=10.0, max_iter=1000, class_weight="balanced" if balanced else None)
+    model = LogisticRegression(C=c, max_iter=1000, class_weight="balanced" if balanced else None)
     model.fit(matrix, labels)
     assert tuple(model.classes_) == classes  # scikit-learn sorts them too
     return TextClassifier(classes, np.asarray(model.coef_), np.asarray(model.intercept_),
