@@ -250,15 +250,14 @@ def main() -> None:
             assert path is not None
             print(f"focus CPU a page, {name}: {cpu_per_page(full, path):.2f} ms")
         speeds = []
-        for label, tree in (("this tree", ""), ("--main", args.main)):
-            if label == "--main" and not tree:
-                continue
+        for label, tree in (("this tree", ""), ("--main", args.main)) if args.main else ():
             runs = []
             for attempt in range(3):
                 out = work / f"speed-{label.strip('-').replace(' ', '')}-{attempt}"
                 runs.append(total / crawl(server, out, "--concurrency", "16", pythonpath=tree))
             speeds.append(f"{label}: {sorted(runs)[1]:.0f} pages/s (median of 3, wall time of the command)")
-        print("unfocused crawl of the whole web: " + "; ".join(speeds))
+        if speeds:
+            print("unfocused crawl of the whole web: " + "; ".join(speeds))
     print(f"\nwork folder: {work}")
 
 

@@ -149,7 +149,7 @@ class Crawler:
         self._opic = config.ordering == "opic"
         # Focused crawling (opt-in, policy/focus.py): None without a focus file, one check a page.
         # Soft and rules focus lease the best score first; hard focus keeps the crawl's ordering.
-        self._focus = focus_for(config)
+        self._focus = focus_for(config.focus, Path(config.out_dir), resume=config.resume)
         if self._focus is not None and self._focus.ordered:
             self._rank = RANKS["score"]
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from harvestman.crawl.parse import parse_html
-from harvestman.model.config import CrawlConfig
+from harvestman.model.config import FocusSettings
 from harvestman.model.errors import ConfigError, StorageError
 from harvestman.policy.focus import MODES, OTHER, Focus, FocusSpec, Rules, TopicSpec, fit_calibration
 from harvestman.policy.textmodel import TextClassifier, train
@@ -250,19 +250,21 @@ def saved_focus(out_dir: Path) -> tuple[Focus, str] | None:
     return focus, str(meta.get("digest", ""))
 
 
-def focus_for(config: CrawlConfig, fetch_urls: UrlFetcher | None = None) -> Focus | None:
-    """The crawl's focus: none without `focus`; on `--resume`, or when the saved one came from the
-    same focus file (worker processes, a second run), the saved one; else trained now and saved."""
-    if not config.focus_file:
+def focus_for(settings: FocusSettings, out_dir: Path, *, resume: bool = False,
+              fetch_urls: UrlFetcher | None = None) -> Focus | None:
+    """The crawl's focus: none without a focus file; on `--resume`, or when the saved one came from
+    the same focus file (worker processes, a second run), the one saved in `out_dir`; else trained
+    now and saved there."""
+    if not settings.focus_file:
         return None
-    saved = saved_focus(Path(config.out_dir))
-    if saved is not None and config.resume:
-        saved[0].keep_off_topic = config.keep_off_topic
+    saved = saved_focus(Path(out_dir))
+    if saved is not None and resume:
+        saved[0].keep_off_topic = settings.keep_off_topic
         return saved[0]
-    file = read_focus_file(Path(config.focus_file), fetch_urls, known_digest=saved[1] if saved else "")
+    file = read_focus_file(Path(settings.focus_file), fetch_urls, known_digest=saved[1] if saved else "")
     if saved is not None and saved[1] == file.digest:
-        saved[0].keep_off_topic = config.keep_off_topic
+        saved[0].keep_off_topic = settings.keep_off_topic
         return saved[0]
-    focus = train_focus(file, keep_off_topic=config.keep_off_topic)
-    save_focus(focus, Path(config.out_dir), file.digest)
+    focus = train_focus(file, keep_off_topic=settings.keep_off_topic)
+    save_focus(focus, Path(out_dir), file.digest)
     return focus

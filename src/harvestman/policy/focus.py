@@ -259,10 +259,11 @@ class Focus:
         part_worth: dict[str, float] = {}
         enough = max(1, self.spec.paragraph_words)
         for block, block_probs in zip(blocks, probs[1:], strict=True):
-            # A part of few words (a list of short titles) says little: its score leans towards the
-            # page's, the more so the fewer its words.
+            # A part's score is the mean of its own and its page's: a part's few words (a list of
+            # titles) may say little, and the page says what the part is among. A part of fewer
+            # words than a long paragraph leans further towards the page's score.
             weight = min(1.0, len(block.text.split()) / enough)
-            worth = weight * self._worth(block_probs) + (1 - weight) * page_worth
+            worth = (weight * self._worth(block_probs) + (2 - weight) * page_worth) / 2
             for key in block.links:
                 if worth > part_worth.get(key, -1.0):
                     part_worth[key] = worth
