@@ -144,7 +144,8 @@ def replay_order(full: Path, out: Path, focus: Path | None, budget: int) -> list
     if focus is not None:
         args += ["--focus", str(focus)]
     cli(*args)
-    return ["/" + json.loads(line)["url"].split("/", 3)[3] for line in (out / "order.jsonl").read_text().splitlines()]
+    lines = (out / "order.jsonl").read_text().splitlines()
+    return ["/" + json.loads(line)["url"].split("/", 3)[3] for line in lines]
 
 
 def rates(order: Sequence[str], web: TopicWeb, total_pages: int) -> list[float]:
@@ -187,7 +188,8 @@ def cpu_per_page(full: Path, focus_path: Path) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--pages-per-region", type=int, default=20)
     parser.add_argument("--main", default="", help="another tree's src/ for the unfocused pages/s")
     parser.add_argument("--seed", type=int, default=7)
@@ -233,11 +235,13 @@ def main() -> None:
             live = rates(live_order(out), web, total)
             offline = rates(replay_order(full, work / f"replay-{name}", path, budget), web, total)
             results[name] = {"live": live, "offline": offline}
-        print(f"\nharvest rate (networking pages / pages fetched) at 10/25/50% of the {total} pages; recall at 50%")
+        print(f"\nharvest rate (networking pages / pages fetched) at 10/25/50% of the {total} pages; "
+              "recall at 50%")
         print(f"{'strategy':<14}{'run':<9}{'10%':>7}{'25%':>7}{'50%':>7}{'recall':>8}")
         for name, runs in results.items():
             for run, values in runs.items():
-                print(f"{name:<14}{run:<9}" + "".join(f"{v:>7.2f}" for v in values[:3]) + f"{values[3]:>8.2f}")
+                shares = "".join(f"{v:>7.2f}" for v in values[:3])
+                print(f"{name:<14}{run:<9}{shares}{values[3]:>8.2f}")
         bfs25 = results["bfs"]["live"][1]
         best_soft = max(results[n]["live"][1] for n in ("soft", "soft+blocks", "rules+tunnel"))
         print(f"\ngoal 1: soft or better at 25% >= 2x bfs: {best_soft:.2f} vs 2 x {bfs25:.2f} -> "

@@ -23,10 +23,12 @@ LONG = " ".join(["word"] * 40)
 
 def test_blocks_follow_the_seed_s_algorithm() -> None:
     html = f"""<html><body><h1>Title</h1> intro <a href="/top">top</a>
-    <ul><li><a href="a1">A1</a></li><li><a href="a2#frag">A2</a><ul><li><a href="a3">nested</a></li></ul></li></ul>
+    <ul><li><a href="a1">A1</a></li><li><a href="a2#frag">A2</a>
+    <ul><li><a href="a3">nested</a></li></ul></li></ul>
     <p>short paragraph <a href="/short">s</a></p>
     <p>{LONG} <a href="/long">long</a></p>
-    <table><tr><td>cell text <a href="/cell">c</a></td><td><ol><li><a href="/in-table">t</a></li></ol></td></tr></table>
+    <table><tr><td>cell text <a href="/cell">c</a></td>
+    <td><ol><li><a href="/in-table">t</a></li></ol></td></tr></table>
     <dl><dt>term</dt><dd><a href="/dd">d</a></dd></dl><menu><li><a href="/menu">m</a></li></menu>
     <dir><li><a href="/dir">x</a></li></dir><script>var no = "<a href='/script'>";</script>
     </body></html>"""
@@ -121,7 +123,7 @@ def test_hard_and_rules_decide_what_is_followed_and_kept() -> None:
     seed = _page("<body><p>garden flower seed soil</p><a href='/x'>x</a></body>", depth=0)
     assert hard.assess(seed, 1.0, set(), follow)[0].follow  # a seed's links are followed
     rules = Focus(FocusSpec("rules", False, 1, 0.5, 3, (TopicSpec("db"),)), focus.model)
-    first, scores = rules.assess(off, 1.0, {"http://site.test/x"}, follow)  # a seed: streak 0 before
+    first, scores = rules.assess(off, 1.0, {"http://site.test/x"}, follow)  # found from a seed
     assert first.follow and first.streak == 1 and unpack(scores["http://site.test/x"])[1] == 1
     second, _ = rules.assess(off, scores["http://site.test/x"], {"http://site.test/x"}, follow)
     assert second.streak == 2 and not second.follow  # tunnel 1: a second off-topic page in a row ends it

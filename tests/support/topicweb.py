@@ -42,7 +42,8 @@ def _page(title: str, body: str) -> str:
 
 def _paragraphs(text: str, words: int = 60) -> str:
     tokens = text.split()
-    return "".join(f"<p>{html.escape(' '.join(tokens[i:i + words]))}</p>" for i in range(0, len(tokens), words))
+    return "".join(f"<p>{html.escape(' '.join(tokens[i:i + words]))}</p>"
+                   for i in range(0, len(tokens), words))
 
 
 def _blurb(text: str, words: int = 40) -> str:
@@ -79,11 +80,18 @@ def build_topic_web(root: Path, docs: Mapping[str, Sequence[Doc]], *, target: st
         web.regions[folder] = topic
         paths = [f"/{folder}/p{i}.html" for i in range(len(pages))]
         first_page[folder] = (paths[0], pages[0])
-        items = "".join(f'<li><a href="{p}">{html.escape(title)}</a></li>' for p, (title, _) in zip(paths, pages,
-                                                                                                   strict=True))
-        write(f"/{folder}/index.html", _page(f"{pages[0][0]}: contents",
-                                             f"<h1>{html.escape(pages[0][0])}</h1>{_paragraphs(pages[0][1][:600])}"
-                                             f"<ul>{items}</ul>"), topic)
+        items = "".join(f'<li><a href="{p}">{html.escape(title)}</a></li>'
+                        for p, (title, _) in zip(paths, pages, strict=True))
+        # Each region's index also links to a page robots.txt forbids, of the region's topic: a
+        # focused crawl must leave it alone however relevant it looks.
+        private = f"/private/{folder}.html"
+        head = html.escape(pages[0][0])
+        index = (f"<h1>{head}</h1>{_paragraphs(pages[0][1][:600])}"
+                 f'<ul>{items}<li><a href="{private}">{head}</a></li></ul>')
+        write(f"/{folder}/index.html", _page(f"{pages[0][0]}: contents", index), topic)
+        forbidden = root / private.lstrip("/")
+        forbidden.parent.mkdir(parents=True, exist_ok=True)
+        forbidden.write_text(_page(pages[0][0], _paragraphs(pages[0][1])), encoding="utf-8")
         for i, (title, text) in enumerate(pages):
             near = [paths[(i + k) % len(paths)] for k in (1, 2, 3) if len(paths) > k]
             nav = "".join(f'<li><a href="{p}">{html.escape(pages[paths.index(p)][0])}</a></li>' for p in near)
@@ -148,7 +156,8 @@ def made_up_docs(topics: Sequence[str], per_topic: int, *, seed: int = 3,
         vocab = [word(topic, i) for i in range(60)]
         docs = []
         for n in range(per_topic):
-            text = " ".join(rng.choice(vocab) if rng.random() < 0.6 else rng.choice(shared) for _ in range(words))
+            text = " ".join(rng.choice(vocab) if rng.random() < 0.6 else rng.choice(shared)
+                            for _ in range(words))
             docs.append((f"{topic} page {n}", text))
         out[topic] = docs
     return out

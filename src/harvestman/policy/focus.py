@@ -243,7 +243,8 @@ class Focus:
         topic, relevance, page_class = self.judge(probs[0])
         on_topic = relevance >= self.spec.threshold
         base, parent_streak = unpack(inherited) if self.spec.mode == "rules" else (inherited, 0)
-        streak = 0 if on_topic else parent_streak + 1
+        # A seed starts the path where the crawl was told to start: it counts as on the topic.
+        streak = 0 if on_topic or page.depth == 0 else parent_streak + 1
         mode = self.spec.mode
         if mode == "hard":  # a seed's links are followed: the crawl starts where it was told to
             follows, keep = on_topic or page.depth == 0, on_topic or self.keep_off_topic
