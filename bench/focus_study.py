@@ -39,6 +39,7 @@ from tests.support.topicweb import Doc, TopicWeb, build_topic_web
 
 DOCS = Path("/usr/share/doc/python3.11/html")
 HOST = "127.62.0.1"
+TRAINING_HOST = "127.62.0.2"  # another web of the same kind, for the rules' training crawl
 TARGET = "net"
 GROUPS = {
     "net": r"^(socket|ssl|http\..*|urllib\..*|ftplib|smtplib|poplib|imaplib|email\..*|socketserver|xmlrpc\..*"
@@ -121,10 +122,10 @@ def cli(*args: str, pythonpath: str = "") -> subprocess.CompletedProcess[str]:
     return done
 
 
-def crawl(server: NginxServer, out: Path, *args: str, pythonpath: str = "") -> float:
+def crawl(server: NginxServer, out: Path, *args: str, pythonpath: str = "", seed: str = "") -> float:
     """Crawl the web from its front page; the elapsed wall time."""
     started = time.monotonic()
-    cli("crawl", server.url(HOST, "/"), "--out", str(out), "--allow-net", "127.62.0.0/16", "-q",
+    cli("crawl", seed or server.url(HOST, "/"), "--out", str(out), "--allow-net", "127.62.0.0/16", "-q",
         "--workers", "1", "--concurrency", "4", "--per-host", "4", *args, pythonpath=pythonpath)
     return time.monotonic() - started
 
@@ -210,23 +211,26 @@ def main() -> None:
     port = free_port(HOST)
     web = build_topic_web(work / "site" / HOST, web_docs, target=TARGET, hub_docs=hubs,
                           pages_per_region=args.pages_per_region, hidden_regions=3, hubs=15, seed=args.seed)
+    # The rules are learnt from a crawl of another web: the same kinds of pages, arranged anew.
+    build_topic_web(work / "site" / TRAINING_HOST, web_docs, target=TARGET, hub_docs=hubs,
+                    pages_per_region=args.pages_per_region, hidden_regions=3, hubs=15, seed=args.seed + 100)
     total = len(web.labels)
     relevant = len(web.relevant(TARGET))
     print(f"web: {total} pages, {len(web.regions)} regions, {relevant} networking pages "
           f"({relevant / total:.0%}), hidden networking regions {len(web.hidden)}: {', '.join(web.hidden)}")
     budget = total // 2
     results: dict[str, dict[str, list[float]]] = {}
-    with NginxServer(work / "site", [HOST], port) as server:
+    with NginxServer(work / "site", [HOST, TRAINING_HOST], port) as server:
         full = work / "full"
         crawl(server, full)  # unfocused, the whole web: the pages replays run over
         training = work / "training"
-        crawl(server, training, "--max-pages", str(total // 10))  # a small bfs crawl for rules
+        crawl(server, training, seed=server.url(TRAINING_HOST, "/"))  # the other web, whole, for rules
         files = {
             "bfs": None,
             "hard": focus_file(work, examples, "hard"),
             "soft": focus_file(work, examples, "soft"),
             "soft+blocks": focus_file(work, examples, "soft", blocks=True),
-            "rules+tunnel": focus_file(work, examples, "rules", tunnel=3, training=str(training)),
+            "rules+tunnel": focus_file(work, examples, "rules", tunnel=4, training=str(training)),
         }
         for name, path in files.items():
             out = work / f"live-{name}"

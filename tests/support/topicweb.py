@@ -125,7 +125,11 @@ def build_topic_web(root: Path, docs: Mapping[str, Sequence[Doc]], *, target: st
                                          f"<ul>{entries}</ul>{more}"), "hub")
 
     # The front page: a few regions (not hidden ones) and the first hub; a frameset of a region.
-    shown = rng.sample([r[0] for r in visible], k=min(len(visible), max(3, len(visible) // 3)))
+    shown = []  # a third of each topic's visible regions (one at least), as a portal would list
+    for topic in sorted({r[1] for r in visible}):
+        folders = [r[0] for r in visible if r[1] == topic]
+        shown.extend(rng.sample(folders, k=max(1, len(folders) // 3)))
+    rng.shuffle(shown)
     links = "".join(f'<li><a href="/{folder}/index.html">{html.escape(first_page[folder][1][0])}</a></li>'
                     for folder in shown)
     frame_link = ""
