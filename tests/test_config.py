@@ -164,7 +164,10 @@ WHOLE_CONFIG_ALLOWED = {"model/config.py", "crawl/engine.py", "crawl/download.py
                         # The crawl cycle's steps: each builds a step's parts (store, scope, engine run).
                         "batch/crawldir.py", "batch/inject.py", "batch/generate.py", "batch/fetch_segment.py",
                         "batch/updatedb.py", "batch/cycle.py", "app/cli_cycle.py",
-                        "batch/recrawl.py"}  # a re-crawl: generate, fetch, updatedb in one
+                        "batch/recrawl.py",  # a re-crawl: generate, fetch, updatedb in one
+                        # Focused crawling's faces: the focus trained before a crawl; a stored crawl
+                        # rebuilt (its settings, scope, link settings) for an offline replay.
+                        "app/cli_focus.py", "batch/focusreplay.py"}
 
 
 def test_only_the_builders_see_the_whole_config() -> None:

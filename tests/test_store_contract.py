@@ -522,3 +522,19 @@ def test_what_a_fetch_cost_and_found_is_kept(make: Maker) -> None:
     assert rec is not None
     assert (rec.wire_bytes, rec.body_wire_bytes, rec.body_size, rec.saved_bytes) == (900, 700, 2000, 5000)
     assert (rec.partial, rec.change, rec.checked_by) == ("head", "major", "conditional")
+
+
+# -- schema 6 (PostgreSQL 4): focused crawling's judgement of a page ---------------------------------
+
+
+def test_a_page_s_topic_and_relevance_are_kept(make: Maker) -> None:
+    f = make()
+    f.add([nu("http://a.test/1"), nu("http://a.test/2")])
+    f.lease(2, T0)
+    f.complete([done("http://a.test/1", http_status=200, topic="databases", relevance=0.875),
+                done("http://a.test/2", http_status=200)], T0)
+    rec = f.get("http://a.test/1")
+    assert rec is not None and (rec.topic, rec.relevance) == ("databases", 0.875)
+    other = f.get("http://a.test/2")
+    assert other is not None and (other.topic, other.relevance) == ("", 0.0)  # not scored
+    assert {r.url: r.topic for r in f.records()}["http://a.test/1"] == "databases"

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harvestman import __version__
-from harvestman.app import cli_batch, cli_cycle, cli_extract, cli_features, cli_recrawl, cli_search
+from harvestman.app import cli_batch, cli_cycle, cli_extract, cli_features, cli_focus, cli_recrawl, cli_search
 from harvestman.app.progress import ProgressDisplay, print_summary
 from harvestman.app.report import EXPORT_FORMATS, EXPORT_WHAT, crawl_report, export_records
 from harvestman.app.seeds import check_seeds, run_verdict
@@ -155,6 +155,14 @@ def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
              "DIR/features/ (costs CPU a page; `harvestman features DIR` does it afterwards)",
     )
     _render_options(parser)
+    parser.add_argument(
+        "--focus", metavar="FILE.toml", default=None,
+        help="a focused crawl: the focus file's mode (hard, soft, rules) and topics (docs/focus.md)",
+    )
+    parser.add_argument(
+        "--keep-off-topic", action="store_true", default=None,
+        help="hard focus: store off-topic pages too (their links are not followed either way)",
+    )
     parser.add_argument("--quiet", "-q", action="store_true", default=None, help="no progress display")
     parser.add_argument(
         "--log-json", action="store_true", default=None, help="print every event as a JSON line"
@@ -253,6 +261,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_extract.add_commands(commands)
     cli_recrawl.add_commands(commands)
     cli_search.add_commands(commands)
+    cli_focus.add_commands(commands)
     return parser
 
 
@@ -262,6 +271,7 @@ _RENAMES = {
     "config": None,
     "command": None,
     "out": "out_dir",
+    "focus": "focus_file",
     "ignore_robots": "obey_robots",
     "insecure": "verify_tls",
 }
@@ -442,6 +452,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command in ("crawl", "download"):
             cfg = config_from_args(args, follow=args.command == "crawl")
             cli_cycle.check_crawl_order(cfg)
+            if cfg.focus_file:  # focused crawling: the focus trained first, the harvest curve after
+                return cli_focus.run_focused(cfg, run_crawl)
             return run_crawl(cfg)
         if args.command == "worker":
             return run_crawl(worker_config(args), join=True)
@@ -471,6 +483,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cli_recrawl.run(args)
         if args.command in cli_search.COMMANDS:
             return cli_search.run(args)
+        if args.command in cli_focus.COMMANDS:
+            return cli_focus.run(args)
     except ConfigError as exc:
         print(f"harvestman: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

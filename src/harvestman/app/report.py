@@ -69,10 +69,12 @@ def crawl_report(folder: Path, db: str = "") -> dict[str, Any]:
         totals = frontier.totals()
         hosts = frontier.host_totals()
         errors = frontier.error_counts()
+        focus = _focus_summary(folder, frontier)
     finally:
         frontier.close()
     span = totals.last_fetch - totals.first_fetch
     return {
+        **focus,
         "dir": str(folder),
         "urls": sum(counts.values()),
         "states": _state_names(counts),  # URLs in each state
@@ -101,6 +103,20 @@ def crawl_report(folder: Path, db: str = "") -> dict[str, Any]:
         "elapsed_seconds": span,
         "pages_per_second": totals.responses / span if span > 0 else float(totals.responses),
     }
+
+
+def _focus_summary(folder: Path, frontier: CrawlDb) -> dict[str, Any]:
+    """A focused crawl's pages by topic ({"focus": ...}); {} for a crawl without a saved focus."""
+    path = Path(folder) / "focus" / "focus.json"  # crawl/focusfile.py
+    if not path.is_file():
+        return {}
+    from harvestman.batch.harvest import focus_summary
+
+    try:
+        threshold = float(json.loads(path.read_text(encoding="utf-8"))["spec"]["threshold"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return {"focus": focus_summary(frontier.records(), threshold)}
 
 
 def _as_row(record: UrlRecord) -> dict[str, Any]:

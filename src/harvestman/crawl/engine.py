@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from harvestman.crawl.documents import document_parsers
+from harvestman.crawl.focusfile import focus_for
 from harvestman.crawl.pagelinks import outlinks, page_links
 from harvestman.crawl.plugins import load_plugins, with_plugin_scorer
 from harvestman.crawl.recrawl import Checked, RecrawlCheck
@@ -151,6 +152,11 @@ class Crawler:
         self._recrawl = RecrawlCheck(config.recrawl_strategy, config.extra_headers, timeout=config.timeout,
                                      max_size=config.max_size) if config.recrawl_strategy else None
         self._rendering: Transport | None = None  # the browser's transport, when pages are rendered
+        # Focused crawling (opt-in, policy/focus.py): None without a focus file, one check a page.
+        # Soft and rules focus lease the best score first; hard focus keeps the crawl's ordering.
+        self._focus = focus_for(config.focus, Path(config.out_dir), resume=config.resume)
+        if self._focus is not None and self._focus.ordered:
+            self._rank = RANKS["score"]
 
     # ----- faces -----------------------------------------------------------------------------
 
@@ -474,7 +480,7 @@ class Crawler:
                                              stop=None if stops is None else stops.for_url(leased.url))
             parsed, hosts = (outlinks(result, leased.depth, self._links, run.scope, run.follow,
                                       with_text=run.on_page is not None or run.sinks is not None
-                                      or self._scorer is not None,
+                                      or self._scorer is not None or self._focus is not None,
                                       as_sitemap=leased.url in self._sitemaps,
                                       parsers=self._parsers, refine=self._refine)
                              if cfg.follow_links else (None, {}))
@@ -488,8 +494,14 @@ class Crawler:
                 decision = RecrawlCheck.recorded(decision, checked, prior)
             self.stats.bytes += decision.outcome.wire_bytes if checked else result.wire_bytes
             links = list(hosts)
+            focused = None
+            if self._focus is not None and parsed is not None:  # judged before the known-URL check
+                focused, focus_scores = self._focus.assess(
+                    CrawledPage(result, parsed, leased.depth, tuple(links)), leased.score, hosts, run.follow)
+                decision = replace(decision, outcome=replace(decision.outcome, topic=focused.topic,
+                                                             relevance=focused.relevance))
             known = self._known
-            fresh = [url for url in links if url not in known]
+            fresh = [url for url in links if url not in known] if focused is None or focused.follow else []
             if len(known) + len(fresh) > KNOWN_URLS:
                 known.clear()
             known.update(fresh)
@@ -498,6 +510,8 @@ class Crawler:
                 self._scorer, CrawledPage(result, parsed, leased.depth, tuple(links)), set(fresh), run.follow)
             if self._opic and links:
                 scores = opic_shares(leased.score, links, fresh, scores)
+            if focused is not None:
+                scores = focus_scores
             await self._keys.prepare(fresh)
             depth = leased.depth + 1
             key = self._keys.key
@@ -508,15 +522,18 @@ class Crawler:
             if isinstance(parsed, SitemapPage):
                 new_urls = sitemap_depths(new_urls, parsed, leased.depth)
                 decision = self._sitemaps.read(parsed, decision, hosts)
-            # A re-crawl stores only what changed: a 304 or the same body again adds no record.
-            if result.status and (checked is None or decision.outcome.state != UrlState.NOT_MODIFIED):
+            # A re-crawl stores only what changed: a 304 or the same body again adds no record;
+            # hard focus stores an off-topic page only when asked to.
+            if (result.status and (checked is None or decision.outcome.state != UrlState.NOT_MODIFIED)
+                    and (focused is None or focused.keep)):
                 run.warc.write(result, self._request_headers(headers), links, decision.outcome.signature)
             self._pending.append((decision.outcome, new_urls))
             if parsed is not None and parsed.links:
                 self._pending_links.append(page_links(leased.url, parsed))
             crash_point("fetched-before-commit")  # crash tests: stored in the WARC, not yet committed
             self._account(decision, result, leased, run)
-            if (run.on_page is not None or run.sinks is not None) and result.status and decision.final:
+            if (run.on_page is not None or run.sinks is not None) and result.status and decision.final \
+                    and (focused is None or focused.keep):
                 page = CrawledPage(result, parsed, leased.depth, tuple(links))
                 if self._featurer is not None:
                     page = replace(page, features=self._featurer(page))

@@ -181,6 +181,14 @@ RENDER_KINDS = ("stylesheet", "image", "media", "font", "script", "texttrack", "
 SCREENSHOT_MODES = ("", "viewport", "full")
 
 
+@dataclass(frozen=True, slots=True)
+class FocusSettings:
+    """Focused crawling (seed 004: policy/focus.py, crawl/focusfile.py): off unless a focus file is named."""
+
+    focus_file: str  # a focus file (TOML: mode, topics and their examples); '' for an unfocused crawl
+    keep_off_topic: bool  # hard focus: store off-topic pages too (their links are not followed either way)
+
+
 # Section name (a CrawlConfig property, and a TOML table) -> its record.
 SECTIONS: dict[str, type[Any]] = {
     "fetch": FetchSettings,
@@ -192,6 +200,7 @@ SECTIONS: dict[str, type[Any]] = {
     "documents": DocumentSettings,
     "extensions": ExtensionSettings,
     "rendering": RenderSettings,
+    "focus": FocusSettings,
 }
 
 
@@ -298,6 +307,10 @@ class CrawlConfig:
     render_max_bytes: int = 20 * 1024 * 1024
     screenshot: str = ""
     browser_path: str = "/usr/bin/chromium"
+    # Focused crawling (seed 004): a focus file's topics and mode (docs/focus.md); '' crawls unfocused,
+    # at no cost a page. Hard focus stores off-topic pages only with keep_off_topic.
+    focus_file: str = ""
+    keep_off_topic: bool = False
 
     def __post_init__(self) -> None:
         _convert(self)
@@ -353,6 +366,11 @@ class CrawlConfig:
     def rendering(self) -> RenderSettings:
         """The settings of rendering pages in a browser."""
         return _section(self, RenderSettings)
+
+    @property
+    def focus(self) -> FocusSettings:
+        """The settings of focused crawling."""
+        return _section(self, FocusSettings)
 
 
 def _section(cfg: CrawlConfig, kind: type[_S]) -> _S:

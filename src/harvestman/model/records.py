@@ -333,6 +333,8 @@ class FetchOutcome:
     partial: str = ""  # why the body stops early ('' when whole): "head", "selector:CSS", "bytes:N"
     change: str = ""  # against the fetch before: "new", "unchanged", "minor", "major" ('' unknown)
     checked_by: str = ""  # how a re-fetch was checked: "conditional", "size", "sitemap", "full"
+    topic: str = ""  # focused crawling: the page's most likely target topic ('' when not scored)
+    relevance: float = 0.0  # ... and its probability (policy/focus.py)
 
 
 @dataclass(frozen=True, slots=True)
@@ -369,6 +371,8 @@ class UrlRecord:
     partial: str = ""  # why the stored body stops early ('' when whole): head, selector:CSS, bytes:N
     change: str = ""  # the last fetch against the one before: new, unchanged, minor, major
     checked_by: str = ""  # how the last re-fetch was checked: conditional, size, sitemap, full
+    topic: str = ""  # focused crawling: the page's most likely target topic ('' when not scored)
+    relevance: float = 0.0  # ... and its probability
 
 
 @dataclass(frozen=True, slots=True)

@@ -263,6 +263,7 @@ class PostgresStore(PostgresDb):
                 "simhash": signed64(o.simhash),
                 "body_wire_bytes": o.body_wire_bytes, "saved_bytes": o.saved_bytes,
                 "partial": clean(o.partial), "change": o.change, "checked_by": o.checked_by,
+                "topic": clean(o.topic), "relevance": float(o.relevance),
             })
             clocks = hosts.setdefault(host_id, [0, None])
             clocks[0] += 1 if leased > 0 else 0

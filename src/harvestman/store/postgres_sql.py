@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 3  # 2: simhash, duplicate_of, fetch_interval, inlinks, metadata (as SQLite's 4);
-# 3: body_wire_bytes, saved_bytes, partial, change, checked_by (as SQLite's 5)
+SCHEMA_VERSION = 4  # 2: simhash, duplicate_of, fetch_interval, inlinks, metadata (as SQLite's 4);
+# 3: body_wire_bytes, saved_bytes, partial, change, checked_by (as SQLite's 5); 4: topic, relevance (6)
 FAR_FUTURE = 1e18  # "never": a host with no leasable URL and no lease to wait for
 PARKED = 1e17  # wake_at at or above this: parked for good, out of the hosts_ready index
 
@@ -20,6 +20,8 @@ MIGRATIONS: dict[int, str] = {
        " ADD COLUMN IF NOT EXISTS partial TEXT NOT NULL DEFAULT '',"
        " ADD COLUMN IF NOT EXISTS change TEXT NOT NULL DEFAULT '',"
        " ADD COLUMN IF NOT EXISTS checked_by TEXT NOT NULL DEFAULT ''",
+    4: "ALTER TABLE urls ADD COLUMN IF NOT EXISTS topic TEXT NOT NULL DEFAULT '',"
+       " ADD COLUMN IF NOT EXISTS relevance DOUBLE PRECISION NOT NULL DEFAULT 0",
 }
 
 SCHEMA = f"""
@@ -73,7 +75,9 @@ CREATE TABLE urls(
     saved_bytes BIGINT NOT NULL DEFAULT 0,          -- what a full fetch would have cost more
     partial TEXT NOT NULL DEFAULT '',               -- why the body stops early ('' when whole)
     change TEXT NOT NULL DEFAULT '',                -- new, unchanged, minor, major
-    checked_by TEXT NOT NULL DEFAULT ''             -- conditional, size, sitemap, full
+    checked_by TEXT NOT NULL DEFAULT '',            -- conditional, size, sitemap, full
+    topic TEXT NOT NULL DEFAULT '',                 -- focused crawling: the most likely target topic
+    relevance DOUBLE PRECISION NOT NULL DEFAULT 0   -- ... and its probability
 );
 -- The per-host queues: only queued rows, in lease order.
 CREATE INDEX urls_queue ON urls(host_id, priority, id) WHERE queued;
@@ -157,7 +161,7 @@ RECORD_COLS = (
     " u.content_type, u.body_size, u.wire_bytes,"
     " CASE WHEN u.final_url <> '' THEN u.final_url WHEN u.http_status > 0 THEN u.url ELSE '' END, u.title,"
     " u.simhash, u.duplicate_of, u.fetch_interval, u.inlinks, u.metadata,"
-    " u.body_wire_bytes, u.saved_bytes, u.partial, u.change, u.checked_by"
+    " u.body_wire_bytes, u.saved_bytes, u.partial, u.change, u.checked_by, u.topic, u.relevance"
 )
 
 WRITE_OUTCOME = """
@@ -176,7 +180,7 @@ UPDATE urls SET state = %(state)s, fetch_time = %(fetch_time)s, next_fetch_time 
     simhash = CASE WHEN %(simhash)s <> 0 THEN %(simhash)s
               WHEN %(keep)s OR %(signature)s = signature THEN simhash ELSE 0 END,
     body_wire_bytes = %(body_wire_bytes)s, saved_bytes = %(saved_bytes)s, partial = %(partial)s,
-    change = %(change)s, checked_by = %(checked_by)s
+    change = %(change)s, checked_by = %(checked_by)s, topic = %(topic)s, relevance = %(relevance)s
 WHERE id = %(id)s
 """
 

@@ -14,9 +14,10 @@ from typing import Self
 from harvestman.model.errors import FrontierError
 from harvestman.model.records import UrlState
 
-SCHEMA_VERSION = 5  # 2: urls.title; 3: queued URLs by priority (re-visits), the link graph;
+SCHEMA_VERSION = 6  # 2: urls.title; 3: queued URLs by priority (re-visits), the link graph;
 # 4: what batch jobs and schedules keep (simhash, duplicate_of, fetch_interval, inlinks, metadata);
-# 5: what a fetch cost and found (body_wire_bytes, saved_bytes, partial, change, checked_by)
+# 5: what a fetch cost and found (body_wire_bytes, saved_bytes, partial, change, checked_by);
+# 6: focused crawling's judgement of a page (topic, relevance)
 
 # Design notes (measured on this 2-core machine, 100k add()s with 90% known, batches of 500):
 # `url TEXT UNIQUE` with the rowid as insertion order was as fast as a 64-bit hash primary key
@@ -93,7 +94,9 @@ CREATE TABLE urls(
     saved_bytes INTEGER NOT NULL DEFAULT 0,  -- what a full fetch would have cost more (304, HEAD, a stop)
     partial TEXT NOT NULL DEFAULT '',      -- why the body stops early: head, selector:…, bytes:N
     change TEXT NOT NULL DEFAULT '',       -- against the fetch before: new, unchanged, minor, major
-    checked_by TEXT NOT NULL DEFAULT ''    -- how a re-fetch was checked: conditional, size, sitemap, full
+    checked_by TEXT NOT NULL DEFAULT '',   -- how a re-fetch was checked: conditional, size, sitemap, full
+    topic TEXT NOT NULL DEFAULT '',        -- focused crawling: the page's most likely target topic
+    relevance REAL NOT NULL DEFAULT 0      -- ... and its probability (policy/focus.py)
 );
 -- Leased rows only: a few thousand at most, so expiry and next-ready scans stay cheap.
 CREATE INDEX urls_leased ON urls(host_id, lease_until) WHERE lease_until > 0;
@@ -117,6 +120,10 @@ _V5_COLUMNS = (
     "change TEXT NOT NULL DEFAULT ''",
     "checked_by TEXT NOT NULL DEFAULT ''",
 )
+_V6_COLUMNS = (
+    "topic TEXT NOT NULL DEFAULT ''",
+    "relevance REAL NOT NULL DEFAULT 0",
+)
 
 # Schema changes of an existing file, by the version they lead to; each runs in one transaction.
 # ADD COLUMN only rewrites the schema, not the rows: instant on a file of any size (version 3's
@@ -137,6 +144,7 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
     ),
     4: tuple(f"ALTER TABLE urls ADD COLUMN {column}" for column in _V4_COLUMNS),
     5: tuple(f"ALTER TABLE urls ADD COLUMN {column}" for column in _V5_COLUMNS),
+    6: tuple(f"ALTER TABLE urls ADD COLUMN {column}" for column in _V6_COLUMNS),
 }
 
 
@@ -153,6 +161,7 @@ def record_columns(version: int) -> str:
            else ", 0, '', 0, 0, ''")
         + (", u.body_wire_bytes, u.saved_bytes, u.partial, u.change, u.checked_by" if version >= 5
            else ", 0, 0, '', '', ''")
+        + (", u.topic, u.relevance" if version >= 6 else ", '', 0")
     )
 
 

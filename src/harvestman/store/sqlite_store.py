@@ -50,7 +50,7 @@ UPDATE urls SET state = :state, fetch_time = :fetch_time, next_fetch_time = :nex
     simhash = CASE WHEN :simhash <> 0 THEN :simhash
               WHEN :keep OR :signature = signature THEN simhash ELSE 0 END,
     body_wire_bytes = :body_wire_bytes, saved_bytes = :saved_bytes, partial = :partial,
-    change = :change, checked_by = :checked_by
+    change = :change, checked_by = :checked_by, topic = :topic, relevance = :relevance
 WHERE id = :id
 """
 
@@ -315,7 +315,7 @@ class SqliteStore(SqliteBulk):
                 # Kept while the content is the same; a changed page's old SimHash would mislead dedup.
                 "simhash": signed64(o.simhash),
                 "body_wire_bytes": o.body_wire_bytes, "saved_bytes": o.saved_bytes, "partial": o.partial,
-                "change": o.change, "checked_by": o.checked_by,
+                "change": o.change, "checked_by": o.checked_by, "topic": o.topic, "relevance": o.relevance,
             },
         )
         db.execute(
