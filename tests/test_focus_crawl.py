@@ -193,7 +193,6 @@ def test_resume_keeps_the_saved_focus(site: tuple[NginxServer, TopicWeb, Path], 
     saved = (tmp_path / "out" / "focus" / "focus.json").read_text()
     weights = (tmp_path / "out" / "focus" / "weights.npz").read_bytes()
     path.write_text(path.read_text().replace('mode = "soft"', 'mode = "hard"'))  # changed meanwhile
-    # --max-pages counts the crawl's pages done in all (5 so far): up to 7 more here.
     done = run_cli("crawl", "--out", str(tmp_path / "out"), "--resume", "--max-pages", "12", "-q",
                    "--allow-net", "127.61.0.0/16", "--workers", "1", "--focus", str(path))
     assert done.returncode == 0, done.stderr
