@@ -198,19 +198,29 @@ class BrowserRenderer:
                 return self._browser
             from playwright.async_api import async_playwright
 
-            if self._pw is None:
+            if self._hole.server is None:
                 await self._hole.start()
+            if self._pw is None:
                 self._pw = await async_playwright().start()
-            elif self._browser is not None:
+            if self._generation:
                 self.restarts += 1
+            if self._browser is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self._browser.close(), CLOSE_TIMEOUT)
-            self._browser = await self._pw.chromium.launch(
-                executable_path=self.settings.browser_path,
-                headless=True,
-                args=[f"--proxy-server=http://127.0.0.1:{self._hole.port}", *_SAFE_ARGS,
-                      f"--harvestman-renderer={self._token}"],
-            )
+                self._browser = None
+            try:
+                self._browser = await self._pw.chromium.launch(
+                    executable_path=self.settings.browser_path,
+                    headless=True,
+                    args=[f"--proxy-server=http://127.0.0.1:{self._hole.port}", *_SAFE_ARGS,
+                          f"--harvestman-renderer={self._token}"],
+                )
+            except Exception:
+                # The driver itself may be what died: start it afresh next time.
+                pw, self._pw = self._pw, None
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(pw.stop(), CLOSE_TIMEOUT)
+                raise
             self._generation += 1
             return self._browser
 
@@ -289,7 +299,8 @@ class BrowserRenderer:
         try:
             await asyncio.wait_for(context.close(), CLOSE_TIMEOUT)
         except Exception:  # a hung renderer or a dead browser: start afresh
-            if self._browser is not None:
+            # Only the browser this context belongs to: another slot may have started a new one.
+            if self._browser is not None and slot.generation == self._generation:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self._browser.close(), CLOSE_TIMEOUT)
                 self._browser = None
