@@ -376,6 +376,23 @@ def test_nothing_escapes_the_routing_to_the_canary(site: Site, session_browser: 
     assert "/after-canary.html" in response.rendering.dom
 
 
+def test_a_selector_settles_a_page_that_never_goes_idle(site: Site, session_browser: Any) -> None:
+    loop, transport = session_browser
+    renderer = transport.renderer
+    settings = renderer.settings
+    renderer.settings = dataclasses.replace(settings, render_settle="selector:#root")
+    try:
+        response = _fetch(loop, transport, site.url("/unsettled.html"))
+        with pytest.raises(RenderFetchError, match="did not show #nowhere"):
+            renderer.settings = dataclasses.replace(settings, render_settle="selector:#nowhere",
+                                                    render_timeout=2)
+            _fetch(loop, transport, site.url("/inline.html"))
+    finally:
+        renderer.settings = settings
+    assert response.rendering.settle == "selector:#root"
+    assert '<div id="root">' in response.rendering.dom
+
+
 def test_a_full_page_screenshot_covers_the_whole_page(site: Site, session_browser: Any) -> None:
     loop, transport = session_browser
     renderer = transport.renderer

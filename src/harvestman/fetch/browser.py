@@ -174,8 +174,6 @@ class BrowserRenderer:
         self.user_agent = user_agent
         self.check = check
         self.block = frozenset(settings.render_block)
-        self._selector = (settings.render_settle.partition(":")[2].strip()
-                          if settings.render_settle.startswith("selector:") else "")
         self._slots: asyncio.Queue[_Slot] = asyncio.Queue()
         for _ in range(settings.render_concurrency):
             self._slots.put_nowait(_Slot())
@@ -369,9 +367,10 @@ class BrowserRenderer:
         # Requests a script issued just before the load event reach the route a moment later: the
         # idle rule counts from here.
         visit.last_change = time.monotonic()
-        if self._selector:
-            visit.phase = f"show {self._selector}"
-            await page.wait_for_selector(self._selector, state="attached", timeout=0)
+        kind, _, selector = self.settings.render_settle.partition(":")
+        if kind == "selector":
+            visit.phase = f"show {selector.strip()}"
+            await page.wait_for_selector(selector.strip(), state="attached", timeout=0)
         else:
             # Idle: nothing in flight for IDLE_SECONDS. Bounded by the caller's deadline.
             visit.phase = "settle (its requests never stopped)"
