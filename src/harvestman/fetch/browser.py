@@ -41,17 +41,19 @@ import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harvestman.fetch.content import media_type
 from harvestman.fetch.shell import shell_reason
-from harvestman.fetch.transport import Transport
+from harvestman.fetch.transport import REDIRECT_STATUSES, Transport
 from harvestman.model.config import RenderSettings
 from harvestman.model.errors import ConfigError, FetchError, RenderFetchError
 from harvestman.model.records import Headers, HttpRequest, HttpResponse, Rendering
+from harvestman.net.urls import header_text, resolve
 
 # Judges one request a page makes: (url, resource kind, the page's URL) -> why it is refused, or ''.
 RequestCheck = Callable[[str, str, str], Awaitable[str]]
+MAX_RESOURCE_REDIRECTS = 5  # hops a page's request may take (each judged as a request of its own)
 IDLE_SECONDS = 0.5  # "idle": no request in flight for this long after the load event
 CLOSE_TIMEOUT = 5.0  # a context that does not close in this long (a hung renderer): restart the browser
 _HTML = frozenset({"text/html", "application/xhtml+xml"})
@@ -422,9 +424,6 @@ class BrowserRenderer:
 
     async def _judge(self, visit: _Visit, url: str, req: Any) -> str:
         """Why the page's request for `url` is refused ('' when it may be fetched)."""
-        scheme = url.partition(":")[0].lower()
-        if scheme not in ("http", "https"):
-            return f"scheme {scheme}"
         kind = req.resource_type
         if kind in self.block:
             return f"kind {kind} blocked"
@@ -433,6 +432,13 @@ class BrowserRenderer:
         frame = req.frame
         if req.is_navigation_request() and frame.parent_frame is None:
             return "navigation away from the page"
+        return await self._judge_target(visit, url, kind)
+
+    async def _judge_target(self, visit: _Visit, url: str, kind: str) -> str:
+        """Why fetching `url` (a request's URL, or a redirect's target) for the page is refused."""
+        scheme = url.partition(":")[0].lower()
+        if scheme not in ("http", "https"):
+            return f"scheme {scheme}"
         host = _host(url)
         if host != visit.host and not self.settings.render_third_party:
             return "third-party host"
@@ -443,14 +449,38 @@ class BrowserRenderer:
         return ""
 
     async def _fetch(self, visit: _Visit, url: str, req: Any) -> HttpResponse | None:
+        """The response to the page's request, redirects followed here, each hop judged as a request.
+
+        Chromium fails a request answered (`route.fulfill`) with a redirect, so hops are taken here;
+        the page sees the final response under the URL it asked for.
+        """
+        headers = tuple((k, v) for k, v in req.headers.items() if k.lower() not in _OWN_HEADERS)
+        method: Literal["GET", "HEAD"] = "HEAD" if req.method == "HEAD" else "GET"
+        response = await self._fetch_one(visit, url, headers, method)
+        for _ in range(MAX_RESOURCE_REDIRECTS):  # bounded: a hop more each turn
+            location = response.header("location") if response is not None else None
+            if response is None or response.status not in REDIRECT_STATUSES or not location:
+                return response
+            target = resolve(header_text(location), url)
+            why = "invalid redirect" if target is None else await self._judge_target(
+                visit, target, req.resource_type)
+            if target is None or why:
+                visit.refused.append(((target or location)[:500], f"redirect: {why}"))
+                return None
+            url = target
+            response = await self._fetch_one(visit, url, headers, method)
+        visit.refused.append((url[:500], "too many redirects"))
+        return None
+
+    async def _fetch_one(self, visit: _Visit, url: str, headers: Headers,
+                         method: Literal["GET", "HEAD"]) -> HttpResponse | None:
         remaining = visit.deadline - time.monotonic()
         if remaining <= 0:
             return None
-        headers = tuple((k, v) for k, v in req.headers.items() if k.lower() not in _OWN_HEADERS)
         visit.requests += 1
         try:
             response = await self.resources.fetch(HttpRequest(
-                url, headers=headers, timeout=remaining, method="HEAD" if req.method == "HEAD" else "GET",
+                url, headers=headers, timeout=remaining, method=method,
                 max_size=max(1, visit.budget - visit.resource_bytes)))
         except FetchError as exc:
             visit.refused.append((url[:500], f"{exc.error_class}: {exc.message[:200]}"))
