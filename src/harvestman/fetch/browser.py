@@ -12,8 +12,9 @@ like, from any host, including loopback and private addresses. Chromium's reques
 judged there (scheme, resource kind, third-party host, the byte budget, then the crawl's own check:
 robots.txt and the per-host politeness clock) and, if allowed, fetched by harvestman's own
 transport (libcurl, with the crawl's resolver, `--resolve` map and the private-address guard on
-every socket it opens) and handed back with `route.fulfill`. The page's document itself is the
-response already fetched, not a second request. So Chromium itself never opens a connection for a
+every socket it opens) and handed back with `route.fulfill`; a redirect is followed here, each hop
+judged as a request of its own. The page's document itself is the response already fetched, not a
+second request. So Chromium itself never opens a connection for a
 routed request, and a DNS answer that changes between check and connect (rebinding) cannot steer it.
 
 What `route` does not see is closed at launch: Chromium's own network goes to a proxy that is a
