@@ -34,7 +34,7 @@ from harvestman.net.addrguard import AddressGuard
 from tests.support.browserloop import BrowserLoop, Canary
 from tests.support.crawlcheck import run_cli
 from tests.support.nginx import NginxServer, free_port, require_nginx
-from tests.support.renderpages import API_MARKER, INLINE_MARKER, auto_cases, write_render_site
+from tests.support.renderpages import API_MARKER, INLINE_MARKER, auto_cases, redirects, write_render_site
 
 HOST = "127.88.19.1"
 CANARY = "127.88.19.9"
@@ -69,7 +69,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     canary = Canary(CANARY)
     port = free_port(HOST)
     write_render_site(www / HOST, canary.url)
-    server = NginxServer(www, [HOST], port)
+    server = NginxServer(www, [HOST], port, extra_server=redirects(canary.url))
     with server:
         try:
             yield Site(server, canary, f"http://{HOST}:{port}")
@@ -374,6 +374,38 @@ def test_nothing_escapes_the_routing_to_the_canary(site: Site, session_browser: 
     # The WebSocket never reached the route: it went to the dead proxy, which closed it.
     assert any(f"{CANARY}:{site.canary.port}" in line for line in renderer._hole.attempts)
     assert "/after-canary.html" in response.rendering.dom
+
+
+def test_a_selector_settles_a_page_that_never_goes_idle(site: Site, session_browser: Any) -> None:
+    loop, transport = session_browser
+    renderer = transport.renderer
+    settings = renderer.settings
+    renderer.settings = dataclasses.replace(settings, render_settle="selector:#root")
+    try:
+        response = _fetch(loop, transport, site.url("/unsettled.html"))
+        with pytest.raises(RenderFetchError, match="did not show #nowhere"):
+            renderer.settings = dataclasses.replace(settings, render_settle="selector:#nowhere",
+                                                    render_timeout=2)
+            _fetch(loop, transport, site.url("/inline.html"))
+    finally:
+        renderer.settings = settings
+    assert response.rendering.settle == "selector:#root"
+    assert '<div id="root">' in response.rendering.dom
+
+
+def test_a_pages_requests_follow_redirects_each_hop_judged(site: Site, session_browser: Any) -> None:
+    loop, transport = session_browser
+    renderer = transport.renderer
+    settings = renderer.settings
+    renderer.settings = dataclasses.replace(settings, render_third_party=True)
+    try:
+        response = _fetch(loop, transport, site.url("/redirects.html"))
+    finally:
+        renderer.settings = settings
+    assert API_MARKER in response.rendering.dom  # /data/moved.json -> /data/items.json
+    refused = dict((url, why) for url, why in response.rendering.refused)
+    assert refused[site.canary.url + "/redirected"].startswith("blocked_address")
+    assert site.canary.hits == 0
 
 
 def test_a_full_page_screenshot_covers_the_whole_page(site: Site, session_browser: Any) -> None:

@@ -78,12 +78,24 @@ def write_render_site(root: Path, canary: str) -> None:
     (root / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n")
     (root / "kinds.html").write_text(_page("kinds", '<div id="root"></div><img src="/img.png"><script>'
         "document.getElementById('root').innerHTML='<a href=\"/after-kinds.html\">k</a>';</script>"))
+    # Not linked from the index: a page whose API calls are redirected (nginx: REDIRECTS below), once
+    # to the same host's data, once to the canary.
+    (root / "redirects.html").write_text(_page("redirects", '<div id="root"></div><script>'
+        "fetch('/data/to-canary.json').catch(function(){});"
+        "fetch('/data/moved.json').then(function(r){return r.json()}).then(function(d){"
+        "document.getElementById('root').innerHTML='<p>'+d.text+'</p>';});</script>"))
     # Not linked from the index: a page 3,000 pixels tall, built by its script (full-page screenshots).
     (root / "tall.html").write_text(_page("tall", '<div id="root"></div><script>'
         "document.getElementById('root').innerHTML='<div style=\"height:3000px\">tall</div>';</script>"))
     for name in ("from-inline-1", "from-inline-2", "from-api-1", "from-api-2", "after-canary",
                  "after-kinds", "static-target"):
         (root / f"{name}.html").write_text(_page(name, f"<p>{name}</p>"))
+
+
+def redirects(canary: str) -> str:
+    """nginx directives for write_render_site's redirected API calls."""
+    return (f"location = /data/moved.json {{ return 302 /data/items.json; }}\n"
+            f"location = /data/to-canary.json {{ return 302 {canary}/redirected; }}\n")
 
 
 @dataclass(frozen=True)

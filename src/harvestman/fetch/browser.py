@@ -12,8 +12,9 @@ like, from any host, including loopback and private addresses. Chromium's reques
 judged there (scheme, resource kind, third-party host, the byte budget, then the crawl's own check:
 robots.txt and the per-host politeness clock) and, if allowed, fetched by harvestman's own
 transport (libcurl, with the crawl's resolver, `--resolve` map and the private-address guard on
-every socket it opens) and handed back with `route.fulfill`. The page's document itself is the
-response already fetched, not a second request. So Chromium itself never opens a connection for a
+every socket it opens) and handed back with `route.fulfill`; a redirect is followed here, each hop
+judged as a request of its own. The page's document itself is the response already fetched, not a
+second request. So Chromium itself never opens a connection for a
 routed request, and a DNS answer that changes between check and connect (rebinding) cannot steer it.
 
 What `route` does not see is closed at launch: Chromium's own network goes to a proxy that is a
@@ -41,17 +42,19 @@ import urllib.parse
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from harvestman.fetch.content import media_type
 from harvestman.fetch.shell import shell_reason
-from harvestman.fetch.transport import Transport
+from harvestman.fetch.transport import REDIRECT_STATUSES, Transport
 from harvestman.model.config import RenderSettings
 from harvestman.model.errors import ConfigError, FetchError, RenderFetchError
 from harvestman.model.records import Headers, HttpRequest, HttpResponse, Rendering
+from harvestman.net.urls import header_text, resolve
 
 # Judges one request a page makes: (url, resource kind, the page's URL) -> why it is refused, or ''.
 RequestCheck = Callable[[str, str, str], Awaitable[str]]
+MAX_RESOURCE_REDIRECTS = 5  # hops a page's request may take (each judged as a request of its own)
 IDLE_SECONDS = 0.5  # "idle": no request in flight for this long after the load event
 CLOSE_TIMEOUT = 5.0  # a context that does not close in this long (a hung renderer): restart the browser
 _HTML = frozenset({"text/html", "application/xhtml+xml"})
@@ -174,8 +177,6 @@ class BrowserRenderer:
         self.user_agent = user_agent
         self.check = check
         self.block = frozenset(settings.render_block)
-        self._selector = (settings.render_settle.partition(":")[2].strip()
-                          if settings.render_settle.startswith("selector:") else "")
         self._slots: asyncio.Queue[_Slot] = asyncio.Queue()
         for _ in range(settings.render_concurrency):
             self._slots.put_nowait(_Slot())
@@ -198,19 +199,29 @@ class BrowserRenderer:
                 return self._browser
             from playwright.async_api import async_playwright
 
-            if self._pw is None:
+            if self._hole.server is None:
                 await self._hole.start()
+            if self._pw is None:
                 self._pw = await async_playwright().start()
-            elif self._browser is not None:
+            if self._generation:
                 self.restarts += 1
+            if self._browser is not None:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self._browser.close(), CLOSE_TIMEOUT)
-            self._browser = await self._pw.chromium.launch(
-                executable_path=self.settings.browser_path,
-                headless=True,
-                args=[f"--proxy-server=http://127.0.0.1:{self._hole.port}", *_SAFE_ARGS,
-                      f"--harvestman-renderer={self._token}"],
-            )
+                self._browser = None
+            try:
+                self._browser = await self._pw.chromium.launch(
+                    executable_path=self.settings.browser_path,
+                    headless=True,
+                    args=[f"--proxy-server=http://127.0.0.1:{self._hole.port}", *_SAFE_ARGS,
+                          f"--harvestman-renderer={self._token}"],
+                )
+            except Exception:
+                # The driver itself may be what died: start it afresh next time.
+                pw, self._pw = self._pw, None
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(pw.stop(), CLOSE_TIMEOUT)
+                raise
             self._generation += 1
             return self._browser
 
@@ -289,7 +300,8 @@ class BrowserRenderer:
         try:
             await asyncio.wait_for(context.close(), CLOSE_TIMEOUT)
         except Exception:  # a hung renderer or a dead browser: start afresh
-            if self._browser is not None:
+            # Only the browser this context belongs to: another slot may have started a new one.
+            if self._browser is not None and slot.generation == self._generation:
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(self._browser.close(), CLOSE_TIMEOUT)
                 self._browser = None
@@ -358,9 +370,10 @@ class BrowserRenderer:
         # Requests a script issued just before the load event reach the route a moment later: the
         # idle rule counts from here.
         visit.last_change = time.monotonic()
-        if self._selector:
-            visit.phase = f"show {self._selector}"
-            await page.wait_for_selector(self._selector, state="attached", timeout=0)
+        kind, _, selector = self.settings.render_settle.partition(":")
+        if kind == "selector":
+            visit.phase = f"show {selector.strip()}"
+            await page.wait_for_selector(selector.strip(), state="attached", timeout=0)
         else:
             # Idle: nothing in flight for IDLE_SECONDS. Bounded by the caller's deadline.
             visit.phase = "settle (its requests never stopped)"
@@ -412,9 +425,6 @@ class BrowserRenderer:
 
     async def _judge(self, visit: _Visit, url: str, req: Any) -> str:
         """Why the page's request for `url` is refused ('' when it may be fetched)."""
-        scheme = url.partition(":")[0].lower()
-        if scheme not in ("http", "https"):
-            return f"scheme {scheme}"
         kind = req.resource_type
         if kind in self.block:
             return f"kind {kind} blocked"
@@ -423,6 +433,13 @@ class BrowserRenderer:
         frame = req.frame
         if req.is_navigation_request() and frame.parent_frame is None:
             return "navigation away from the page"
+        return await self._judge_target(visit, url, kind)
+
+    async def _judge_target(self, visit: _Visit, url: str, kind: str) -> str:
+        """Why fetching `url` (a request's URL, or a redirect's target) for the page is refused."""
+        scheme = url.partition(":")[0].lower()
+        if scheme not in ("http", "https"):
+            return f"scheme {scheme}"
         host = _host(url)
         if host != visit.host and not self.settings.render_third_party:
             return "third-party host"
@@ -433,14 +450,38 @@ class BrowserRenderer:
         return ""
 
     async def _fetch(self, visit: _Visit, url: str, req: Any) -> HttpResponse | None:
+        """The response to the page's request, redirects followed here, each hop judged as a request.
+
+        Chromium fails a request answered (`route.fulfill`) with a redirect, so hops are taken here;
+        the page sees the final response under the URL it asked for.
+        """
+        headers = tuple((k, v) for k, v in req.headers.items() if k.lower() not in _OWN_HEADERS)
+        method: Literal["GET", "HEAD"] = "HEAD" if req.method == "HEAD" else "GET"
+        response = await self._fetch_one(visit, url, headers, method)
+        for _ in range(MAX_RESOURCE_REDIRECTS):  # bounded: a hop more each turn
+            location = response.header("location") if response is not None else None
+            if response is None or response.status not in REDIRECT_STATUSES or not location:
+                return response
+            target = resolve(header_text(location), url)
+            why = "invalid redirect" if target is None else await self._judge_target(
+                visit, target, req.resource_type)
+            if target is None or why:
+                visit.refused.append(((target or location)[:500], f"redirect: {why}"))
+                return None
+            url = target
+            response = await self._fetch_one(visit, url, headers, method)
+        visit.refused.append((url[:500], "too many redirects"))
+        return None
+
+    async def _fetch_one(self, visit: _Visit, url: str, headers: Headers,
+                         method: Literal["GET", "HEAD"]) -> HttpResponse | None:
         remaining = visit.deadline - time.monotonic()
         if remaining <= 0:
             return None
-        headers = tuple((k, v) for k, v in req.headers.items() if k.lower() not in _OWN_HEADERS)
         visit.requests += 1
         try:
             response = await self.resources.fetch(HttpRequest(
-                url, headers=headers, timeout=remaining, method="HEAD" if req.method == "HEAD" else "GET",
+                url, headers=headers, timeout=remaining, method=method,
                 max_size=max(1, visit.budget - visit.resource_bytes)))
         except FetchError as exc:
             visit.refused.append((url[:500], f"{exc.error_class}: {exc.message[:200]}"))
