@@ -36,6 +36,7 @@ OTHER = "other"  # the class of the negative examples
 MAX_TUNNEL = 50
 MAX_TEXT = 100_000  # characters of a page's (or part's) text classified
 FRAMES = frozenset({LinkKind.FRAME, LinkKind.IFRAME})
+SHARPEN = 4  # rules: class probabilities raised to this power (renormalized) before weighing reaches
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,14 +147,16 @@ class Rules:
         return cls(names, odds, 0)
 
     def reach(self, targets: Collection[str], tunnel: int) -> dict[str, float]:
-        """For each class, the likelihood that a link from a page of it reaches a target page within
-        `tunnel` + 1 links, crossing only off-topic pages on the way (chains of rules)."""
+        """For each class, the likelihood of its likeliest chain of rules to a target within `tunnel`
+        + 1 links through off-topic classes: A -> T, or A -> B -> T (the product of the rules' odds),
+        and so on. The likeliest chain, not the sum over chains: summed, every class reaches a target
+        by some path after a few links, and the classes that lead there (hubs) no longer stand out."""
         wanted = set(targets)
         direct = {a: sum(p for b, p in self.odds[a].items() if b in wanted) for a in self.classes}
         reach = dict(direct)
         for _ in range(tunnel):
-            reach = {a: min(1.0, direct[a] + sum(p * reach[b] for b, p in self.odds[a].items()
-                                                 if b not in wanted)) for a in self.classes}
+            reach = {a: max([direct[a]] + [p * reach[b] for b, p in self.odds[a].items() if b not in wanted])
+                     for a in self.classes}
         return reach
 
     def to_json(self) -> dict[str, Any]:
@@ -223,9 +226,14 @@ class Focus:
         return topic, calibrated(probs.get(topic, 0.0), self.calibration), page_class
 
     def _worth(self, probs: Mapping[str, float]) -> float:
-        """A link's score from the class distribution of the page (or part) it is in."""
+        """A link's score from the class distribution of the page (or part) it is in: soft, the best
+        target's probability; rules, the reach of the page's class (the most likely one, as the seed's
+        crawler classifies a page: a model of few examples spreads its probabilities too evenly for
+        an expectation over classes to tell hubs from the rest)."""
         if self.spec.mode == "rules":
-            return sum(p * self._reach.get(name, 0.0) for name, p in probs.items())
+            sharp = {name: p ** SHARPEN for name, p in probs.items()}
+            total = sum(sharp.values()) or 1.0
+            return sum(q * self._reach.get(name, 0.0) for name, q in sharp.items()) / total
         return max(probs.get(name, 0.0) for name in self._targets)
 
     def assess(self, page: CrawledPage, inherited: float, wanted: Collection[str],
@@ -256,10 +264,12 @@ class Focus:
         scores: dict[str, float] = {}
         if not follows or parsed is None:
             return verdict, scores
-        page_worth = self._worth(probs[0])
+        # A seed is where the crawl was told the topic is: its links come first (its score, 1).
+        seed = page.depth == 0
+        page_worth = 1.0 if seed else self._worth(probs[0])
         part_worth: dict[str, float] = {}
         enough = max(1, self.spec.paragraph_words)
-        for block, block_probs in zip(blocks, probs[1:], strict=True):
+        for block, block_probs in () if seed else zip(blocks, probs[1:], strict=True):
             # A part's score is the mean of its own and its page's: a part's few words (a list of
             # titles) may say little, and the page says what the part is among. A part of fewer
             # words than a long paragraph leans further towards the page's score.
