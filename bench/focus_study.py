@@ -15,7 +15,7 @@ a page (classifier; with blocks, the block split too); and an unfocused crawl's 
 tree and, given --main SRC, with another tree's code (the same run before and after).
 
     apt-get install python3.11-doc
-    python bench/focus_study.py [--main /work/main/src]
+    python bench/focus_study.py [--main OTHER_CHECKOUT/src]
 """
 
 from __future__ import annotations
