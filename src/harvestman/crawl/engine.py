@@ -12,6 +12,7 @@ from pathlib import Path
 
 from harvestman.crawl.documents import document_parsers
 from harvestman.crawl.focusfile import focus_for
+from harvestman.crawl.ledger import EventHandler, HostTurns, RunLedger
 from harvestman.crawl.pagelinks import outlinks, page_links
 from harvestman.crawl.plugins import load_plugins, with_plugin_scorer
 from harvestman.crawl.recrawl import Checked, RecrawlCheck
@@ -48,7 +49,6 @@ from harvestman.policy.ordering import (
     ranked_urls,
 )
 from harvestman.policy.outcome import Decision, decide
-from harvestman.policy.politeness import FailureStreaks, breaker_pause
 from harvestman.policy.schedule import FetchSchedule, schedule_for, scheduled
 from harvestman.policy.scope import Scope, followed_links
 from harvestman.store.factory import open_store, store_location
@@ -60,13 +60,11 @@ IDLE_POLL = 0.25  # longest sleep while waiting for a host to become ready
 # A worker whose share is done asks this often whether the whole crawl is: a cheap read, and the
 # crawl's end (and the command's exit) should not wait a whole IDLE_POLL for it.
 SHARE_EMPTY_POLL = 0.05
-MAX_SPACED_HOSTS = 10_000  # per-host start times kept before the stale ones are dropped
 KNOWN_URLS = 1 << 17  # URLs this process has sent to the frontier, remembered to skip resending
 QUEUE_SAMPLE_EVERY = 0.25  # seconds between samples of the frontier's size for the display
 
 
 PageHandler = Callable[[CrawledPage], Awaitable[None]]
-EventHandler = Callable[[Event], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +115,8 @@ class Crawler:
         self._transport = transport
         self._frontier = frontier
         self._listeners: list[EventHandler] = [on_event] if on_event else []
+        self._ledger = RunLedger(self.stats, self._listeners)  # crawl/ledger.py
+        self._emit = self._ledger.emit
         self._stopping = False
         self._abandon = False
         self._fatal: StorageError | None = None  # why the run had to stop, raised when it has
@@ -124,15 +124,11 @@ class Crawler:
         self._pending: list[tuple[FetchOutcome, list[NewUrl]]] = []
         self._pending_links: list[PageLinks] = []  # the link graph of those fetched pages
         self._wake = asyncio.Event()
-        self._done_total = 0
         self._keys = HostKeys(config.host_key, config.resolve)
         self._politeness = config.politeness  # made once: outcome.decide reads it for every page
         self._stops = StopPlan.from_fetch(config.fetch)  # None unless pages are to be read in part
         self._links = config.links
-        # Hosts whose failure streak the frontier is counting, with the URLs counted in it.
-        self._failing_hosts = FailureStreaks()
-        self._retrying: set[str] = set()  # URLs handed back for another attempt, for the display
-        self._next_start: dict[str, float] = {}  # host -> earliest start of its next fetch (monotonic)
+        self._turns = HostTurns()
         # Outlinks already sent to the frontier (committed, or pending in this process's next
         # commit). Most outlinks are known; skipping them here saves their insert attempt. The
         # database stays the seen check: forgetting (the set is cleared when full) costs only time.
@@ -229,7 +225,7 @@ class Crawler:
                     cfg.robots,
                     cfg.fetch,
                     self._politeness,
-                    on_defer=lambda host, until, why: self._pause(frontier, host, until, why),
+                    on_defer=lambda host, until, why: self._ledger.pause(frontier, host, until, why),
                     host_key=self._keys.key,
                     sitemaps=self._links.sitemaps if cfg.follow_links else "off",
                 )
@@ -280,7 +276,7 @@ class Crawler:
 
         if not renders(cfg.rendering):
             return None
-        rules = PageRequestRules(robots, self._take_turn, self._keys.key, cfg.delay, cfg.crawl_delay_cap)
+        rules = PageRequestRules(robots, self._turns.take, self._keys.key, cfg.delay, cfg.crawl_delay_cap)
         self._rendering = open_page_transport(transport, cfg.rendering, cfg.user_agent, rules)
         return self._rendering
 
@@ -329,7 +325,7 @@ class Crawler:
         seeds = await store_seeds(frontier, self.config, self._keys, journal, emit=self._emit,
                                   skipped=skipped)
         counts = frontier.counts()
-        self._done_total = sum(n for state, n in counts.items() if state != UrlState.UNFETCHED)
+        self._ledger.done_total = sum(n for state, n in counts.items() if state != UrlState.UNFETCHED)
         return seeds
 
     async def _loop_until_done(self, run: _Run) -> None:
@@ -354,7 +350,7 @@ class Crawler:
                 self.stats.queued = frontier.pending()
             budget = 0 if self._stopping else cfg.concurrency - len(tasks)
             if cfg.max_pages:
-                budget = min(budget, cfg.max_pages - self._done_total - len(tasks))
+                budget = min(budget, cfg.max_pages - self._ledger.done_total - len(tasks))
             now = time.time()
             leased = self._flush(frontier, run.journal, now, lease=budget)
             for item in leased:
@@ -365,7 +361,7 @@ class Crawler:
             if leased and len(leased) == budget:
                 continue  # lease more while there is room; fewer than asked: nothing else is ready
             if not tasks:
-                if self._stopping or (cfg.max_pages and self._done_total >= cfg.max_pages):
+                if self._stopping or (cfg.max_pages and self._ledger.done_total >= cfg.max_pages):
                     return
                 ready = frontier.next_ready_time()
                 self.stats.next_attempt_at = ready or 0.0
@@ -428,8 +424,7 @@ class Crawler:
         cfg = self.config
         host = leased.host
         self.stats.busy_hosts.add(host)
-        if self._retrying:  # empty unless something failed: no cost on a crawl that goes well
-            self._retry_done(leased.url)
+        self._ledger.leased_again(leased.url)
         try:
             verdict = await run.robots.check(leased.url)
             if run.robots.found_sitemaps:  # a robots.txt just read names sitemaps (or probe mode)
@@ -440,20 +435,20 @@ class Crawler:
                 back = FetchOutcome(leased.url, UrlState.UNFETCHED, time.time(),
                                     next_fetch_time=verdict.deferred_until)
                 self._pending.append((back, []))
-                self._retry_later(leased.url)
+                self._ledger.retry_later(leased.url)
                 return
             if verdict.failure is not None:
                 failure = verdict.failure
-                self._finish_refused(leased, failure.error_class, failure.message, run.journal, failed=True)
+                self._refuse(leased, failure.error_class, failure.message, run.journal, failed=True)
                 return
             if not verdict.allowed:
-                self._finish_refused(leased, "robots", "disallowed by robots.txt", run.journal)
+                self._refuse(leased, "robots", "disallowed by robots.txt", run.journal)
                 return
             budget = cfg.max_pages_per_host
             if budget and leased.retries == 0:  # a page counts once: at its first allowed attempt
                 started = self._host_pages.get(host, 0)
                 if started >= budget:
-                    self._finish_refused(leased, "host_budget",
+                    self._refuse(leased, "host_budget",
                                          f"host reached its budget of {budget} pages", run.journal)
                     return
                 self._host_pages[host] = started + 1
@@ -462,7 +457,7 @@ class Crawler:
                 delay = max(cfg.delay, min(verdict.crawl_delay, cfg.crawl_delay_cap))
                 run.frontier.set_host_delay(host, delay)
             if delay > 0:
-                await self._take_turn(host, delay)
+                await self._turns.take(host, delay)
             checked: Checked | None = None
             prior = None
             if self._recrawl is None:
@@ -531,7 +526,7 @@ class Crawler:
             if parsed is not None and parsed.links:
                 self._pending_links.append(page_links(leased.url, parsed))
             crash_point("fetched-before-commit")  # crash tests: stored in the WARC, not yet committed
-            self._account(decision, result, leased, run)
+            self._ledger.account(decision, result, leased, run.frontier, run.journal)
             if (run.on_page is not None or run.sinks is not None) and result.status and decision.final \
                     and (focused is None or focused.keep):
                 page = CrawledPage(result, parsed, leased.depth, tuple(links))
@@ -568,88 +563,18 @@ class Crawler:
                 self._sitemaps.queue(NewUrl(sitemap, self._keys.key(sitemap, host), depth, 0.0, robots,
                                             float(depth)))
 
-    def _account(self, decision: Decision, result: FetchResult, leased: LeasedUrl, run: _Run) -> None:
-        """Count the result, pause its host if it asked for rest or keeps failing, log it."""
-        now = time.time()
-        host = leased.host
-        outcome = decision.outcome
-        if decision.pause_host_until > now:
-            self._pause(run.frontier, host, decision.pause_host_until, decision.reason)
-        if decision.host_failed:
-            # A retry of a URL already in the streak is not counted again: the breaker pauses a
-            # host when several of its URLs fail in a row, not when one URL is retried.
-            if self._failing_hosts.failed(host, leased.url):
-                pause = breaker_pause(run.frontier.host_failure(host, now))
-                if pause:
-                    self._pause(run.frontier, host, now + pause, "circuit breaker: repeated failures")
-        elif host in self._failing_hosts:  # a write only when there is a failure streak to end
-            self._failing_hosts.succeeded(host)
-            run.frontier.host_success(host)
-        if not decision.final:
-            self.stats.retried += 1
-            self._retry_later(leased.url)
-            self._emit(Event(EventKind.FAILED, now, url=leased.url, host=host, status=result.status,
-                             error_class=outcome.error_class, message=decision.reason))
-            return
-        self._done_total += 1
-        ok = not decision.reason
-        if result.status:
-            self.stats.fetched += 1
-            self._emit(Event(EventKind.FETCHED, now, url=leased.url, host=host, status=result.status,
-                             bytes=result.wire_bytes, error_class=outcome.error_class))
-        if not ok:
-            self.stats.failed += 1
-            if not result.status:
-                self._emit(Event(EventKind.GAVE_UP, now, url=leased.url, host=host,
-                                 error_class=outcome.error_class, message=decision.reason))
-        run.journal.download(leased.url, ok, decision.reason)
-
     def _finish_unchanged(self, leased: LeasedUrl, checked: Checked, run: _Run) -> None:
         """Record a page a re-crawl's check found unchanged with no GET (by its size or its sitemap)."""
         assert checked.unchanged is not None
         result = checked.head or FetchResult(leased.url, leased.url)
         self.stats.bytes += result.wire_bytes
         self._pending.append((checked.unchanged, []))
-        self._account(Decision(checked.unchanged), result, leased, run)
+        self._ledger.account(Decision(checked.unchanged), result, leased, run.frontier, run.journal)
 
-    def _finish_refused(self, leased: LeasedUrl, error_class: str, reason: str, journal: RunJournal,
-                        *, failed: bool = False) -> None:
+    def _refuse(self, leased: LeasedUrl, error_class: str, reason: str, journal: RunJournal,
+                *, failed: bool = False) -> None:
         """Record a URL ended unfetched: disallowed (skipped), or its robots.txt unreachable (failed)."""
-        now = time.time()
-        refused = FetchOutcome(leased.url, UrlState.GONE, now, error_class=error_class, error_message=reason)
-        self._pending.append((refused, []))
-        self._done_total += 1
-        if failed:
-            self.stats.failed += 1
-        else:
-            self.stats.skipped += 1
-        journal.download(leased.url, False, reason)
-        kind = EventKind.GAVE_UP if failed else EventKind.SKIPPED
-        self._emit(Event(kind, now, url=leased.url, host=leased.host, error_class=error_class,
-                         message=reason))
-
-    def _retry_later(self, url: str) -> None:
-        """Count `url` as waiting for another attempt, until it is leased again."""
-        self._retrying.add(url)
-        self.stats.retrying = len(self._retrying)
-
-    def _retry_done(self, url: str) -> None:
-        self._retrying.discard(url)
-        self.stats.retrying = len(self._retrying)
-
-    async def _take_turn(self, host: str, delay: float) -> None:
-        """Space the starts of fetches to one host by `delay`, also for those leased together.
-
-        The frontier spaces leases once it knows a host's delay, but the first few URLs of a host
-        are leased before its robots.txt (and Crawl-delay) is read.
-        """
-        now = time.monotonic()
-        start = max(now, self._next_start.get(host, 0.0))
-        self._next_start[host] = start + delay
-        if len(self._next_start) > MAX_SPACED_HOSTS:  # forget hosts whose turn has long passed
-            self._next_start = {h: t for h, t in self._next_start.items() if t > now}
-        if start > now:
-            await asyncio.sleep(start - now)
+        self._pending.append((self._ledger.refused(leased, error_class, reason, journal, failed=failed), []))
 
     async def _hop_check(self, url: str, run: _Run) -> HopVerdict:
         """Whether to follow a redirect hop to `url`: in scope, allowed by robots.txt, not yet known.
@@ -688,12 +613,3 @@ class Crawler:
             ("Accept-Encoding", ACCEPT_ENCODING),
             *extra,
         )
-
-    def _pause(self, frontier: Store, host: str, until: float, reason: str) -> None:
-        frontier.pause_host(host, until, reason)
-        message = f"{reason}; until {until:.0f}"
-        self._emit(Event(EventKind.HOST_PAUSED, time.time(), host=host, message=message))
-
-    def _emit(self, event: Event) -> None:
-        for listener in self._listeners:
-            listener(event)

@@ -42,7 +42,8 @@ from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
-from harvestman.crawl.engine import Crawler, EventHandler
+from harvestman.crawl.engine import Crawler
+from harvestman.crawl.ledger import EventHandler
 from harvestman.crawl.sinks import SinkFactory
 from harvestman.crawl.stats import CrawlStats, WorkerSlot, finished_message
 from harvestman.model.config import CrawlConfig
