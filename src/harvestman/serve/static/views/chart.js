@@ -40,7 +40,10 @@ export class RateChart {
     }
     const secs = [...this.buckets.keys()];
     const first = Math.min(...secs);
-    const last = Math.max(...secs);
+    let last = Math.max(...secs);
+    // The second now under way is still filling: drawing it would show a dip that is not there.
+    const now = Math.floor(Date.now() / 1000);
+    if (last >= now && last > first) last = now - 1;
     // Long crawls: wider buckets keep the chart at a few hundred points, each still pages per second.
     const step = Math.max(1, Math.ceil((last - first + 1) / 600));
     const xs = [];
