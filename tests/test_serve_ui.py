@@ -226,7 +226,7 @@ def _fill_start_form(page: Any, site: Site, *, max_pages: str = "100", resolve: 
     page.fill("#f-seeds", site.seed)
     page.fill("#f-max_pages", max_pages)
     page.select_option("#f-scope", "host")
-    page.click("details.more summary")
+    page.locator("details.more").evaluate("d => { d.open = true; }")
     page.fill("#f-allow_net", "127.0.0.0/8")
     page.fill("#f-resolve", resolve)
     page.fill("#f-delay", delay)
@@ -369,6 +369,7 @@ def test_stop_resume_and_delete_with_a_confirm(page: Any, site: Site) -> None:
     state = page.locator(".title-row [data-testid=state]")
     stop = page.locator("button", has_text=re.compile(r"^Stop$"))
     stop.wait_for(state="visible")
+    page.wait_for_function(f"() => {PAGES_JS} >= 1")  # under way: a page or more stored
     stop.click()
     confirm = page.locator(".confirm")
     confirm.wait_for(state="visible")

@@ -35,6 +35,16 @@ export class RateChart {
   }
 
   data() {
+    const [xs, ys] = this.points();
+    if (xs.length === 1) {
+      // One point alone makes uPlot pick a span of its own; the second before it had no page.
+      xs.unshift(xs[0] - 1);
+      ys.unshift(0);
+    }
+    return [xs, ys];
+  }
+
+  points() {
     if (!this.buckets.size) {
       return [this.samples.map((s) => s[0]), this.samples.map((s) => s[1])];
     }
@@ -73,9 +83,14 @@ export class RateChart {
         {
           width: this.width(),
           height: 200,
-          scales: { x: { time: true }, y: { range: (u, min, max) => [0, Math.max(1, max)] } },
+          scales: {
+            // A short crawl has a point or two: keep a few seconds either side instead of uPlot's
+            // default span (years, for a single point).
+            x: { time: true, range: (u, min, max) => (max - min < 10 ? [min - 5, max + 5] : [min, max]) },
+            y: { range: (u, min, max) => [0, Math.max(1, Math.ceil(max * 1.15))] },
+          },
           series: [{}, { label: "pages/s", stroke: "#1f7a5a", width: 2, fill: "rgba(31,122,90,0.12)" }],
-          axes: [{}, { size: 40 }],
+          axes: [{}, { size: 50 }],
           legend: { show: true },
         },
         data,

@@ -22,7 +22,8 @@ function pairTable(testid, head, rows) {
 
 function stat(label, testid) {
   const value = h("span", { class: "stat-value", dataset: { testid }, text: "–" });
-  return { el: h("div", { class: "stat" }, value, h("span", { class: "stat-label", text: label })), value };
+  const name = h("span", { class: "stat-label", text: label });
+  return { el: h("div", { class: "stat" }, value, name), value, label: name };
 }
 
 /** Render the crawl view into `main`; returns its cleanup. */
@@ -110,10 +111,11 @@ export function crawlView(main, id) {
     message.hidden = !s.message;
     pages.value.textContent = fmtInt(s.pages);
     rate.value.textContent = Number(s.pages_per_second || 0).toFixed(1);
+    rate.label.textContent = ACTIVE.has(s.state) ? "pages/s now" : "pages/s over the run";
     bytes.value.textContent = fmtBytes(s.bytes);
     const errorRows = Object.entries(s.errors || {}).sort((a, b) => b[1] - a[1]);
     errors.value.textContent = fmtInt(errorRows.reduce((n, [, v]) => n + v, 0));
-    const counts = Object.entries(s.counts || {}).sort((a, b) => b[1] - a[1]);
+    const counts = Object.entries(s.counts || {}).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
     replace(countsSlot, pairTable("counts", ["state", "URLs"], counts));
     const statuses = Object.entries(s.statuses || {}).sort((a, b) => Number(a[0]) - Number(b[0]));
     replace(statusSlot, pairTable("statuses", ["status", "pages"], statuses));
