@@ -180,6 +180,11 @@ export function crawlView(main, id) {
 
   function openStream() {
     if (es || closed) return;
+    // A new stream replays the crawl's history from its start: draw it afresh.
+    chart.reset();
+    recent = [];
+    recentDirty = true;
+    sawIds = false;
     const source = new EventSource(crawlPath(id, "events"));
     es = source;
     source.addEventListener("open", () => {
