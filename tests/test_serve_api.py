@@ -436,3 +436,26 @@ def test_stream_of_unknown_crawl_is_404(server: ServeProcess) -> None:
     assert server.call("GET", "/api/crawls/0123456789ab/events").status == 404
     assert server.call("GET", "/api/crawls/0123456789ab/urls").status == 404
     assert time.time() > 0
+
+
+def test_crawls_kept_in_postgresql(tmp_path: Path, site: Site, postgres_server: Any) -> None:
+    import psycopg
+
+    admin = postgres_server.url()
+    with ServeProcess(tmp_path / "root", extra=("--db", admin)) as pg_serve:
+        body = {"seeds": list(site.spec.seeds), "settings": NET}
+        crawl_id = pg_serve.call("POST", "/api/crawls", body).json()["id"]
+        done = _wait_state(pg_serve, crawl_id, ("finished",), 90)
+        assert done["pages"] == len(site.spec.reachable)
+        assert not (pg_serve.root / crawl_id / "crawl" / "crawl.db").exists()
+        with psycopg.connect(admin, autocommit=True) as conn:
+            names = {row[0] for row in conn.execute("SELECT datname FROM pg_database")}
+        assert f"harvestman_{crawl_id}" in names
+        rows = pg_serve.call("GET", f"/api/crawls/{crawl_id}/urls?limit=1000&state=fetched").json()["urls"]
+        assert {row["url"] for row in rows} == set(site.spec.reachable)
+        found = pg_serve.call("GET", f"/api/crawls/{crawl_id}/search?q=orchard").json()
+        assert found["total"] > 0
+        assert pg_serve.call("DELETE", f"/api/crawls/{crawl_id}?confirm=true").status == 204
+        with psycopg.connect(admin, autocommit=True) as conn:
+            names = {row[0] for row in conn.execute("SELECT datname FROM pg_database")}
+        assert f"harvestman_{crawl_id}" not in names
