@@ -32,6 +32,8 @@ export function crawlView(main, id) {
   const stateSlot = h("span", {});
   const seedsEl = h("ul", { class: "seeds" });
   const meta = h("p", { class: "muted small" });
+  const settingsList = h("ul", { class: "settings small" });
+  const settingsBox = h("details", { class: "more", hidden: true }, h("summary", { text: "Settings" }), settingsList);
   const message = h("p", { class: "message", dataset: { testid: "message" }, hidden: true });
   const live = h("span", { class: "live muted small", dataset: { testid: "live" }, text: "connecting…" });
   const actionError = h("p", { class: "error", role: "alert", hidden: true, dataset: { testid: "action-error" } });
@@ -76,6 +78,7 @@ export function crawlView(main, id) {
       h("div", { class: "title-row" }, title, stateSlot, live),
       seedsEl,
       meta,
+      settingsBox,
       message,
       h("div", { class: "actions" }, stopBtn, resumeBtn, deleteBtn, h("a", { class: "button secondary", href: link("crawls", id, "urls"), text: "Browse URLs" })),
       confirmBox,
@@ -107,6 +110,9 @@ export function crawlView(main, id) {
     replace(stateSlot, badge(s.state));
     replace(seedsEl, (s.seeds || []).map((u) => h("li", { class: "url", text: u })));
     meta.textContent = s.created ? `created ${fmtTime(s.created)}` : "";
+    const settings = Object.entries(s.settings || {});
+    settingsBox.hidden = settings.length === 0;
+    replace(settingsList, settings.map(([k, v]) => h("li", {}, h("span", { class: "mono", text: k }), ` = ${JSON.stringify(v)}`)));
     message.textContent = s.message || "";
     message.hidden = !s.message;
     pages.value.textContent = fmtInt(s.pages);
@@ -222,7 +228,21 @@ export function crawlView(main, id) {
         live.textContent = "ended";
       }
     });
-    source.addEventListener("error", () => {
+    source.addEventListener("error", (e) => {
+      if (e.data) {
+        // The server's own `error` event (the crawl was deleted while watched): the stream is over.
+        let detail = e.data;
+        try {
+          detail = JSON.parse(e.data).detail || detail;
+        } catch {
+          // Plain text: shown as it is.
+        }
+        closeStream();
+        live.textContent = "ended";
+        actionError.textContent = String(detail);
+        actionError.hidden = false;
+        return;
+      }
       if (source.readyState === EventSource.CLOSED) {
         es = null;
         live.textContent = "polling";
