@@ -286,6 +286,17 @@ def test_url_table_and_a_stored_page(page: Any, site: Site, shared: Shared, serv
     rows.first.wait_for()
     assert rows.count() >= len(site.spec.reachable)
     shot(page, "08-urls")
+    # Paging by cursor, five rows a page: the next page holds other URLs, and back again.
+    page.goto(f"/#/crawls/{shared.crawl_id}/urls?limit=5")
+    page.wait_for_function("() => document.querySelectorAll('[data-testid=urls] tbody tr').length === 5")
+    first_page = rows.all_inner_texts()
+    page.click("text=Next ›")
+    page.wait_for_function("() => document.querySelector('.pager span').textContent === 'page 2'")
+    second_page = rows.all_inner_texts()
+    assert second_page and not set(first_page) & set(second_page)
+    page.click("text=‹ Previous")
+    page.wait_for_function("() => document.querySelector('.pager span').textContent === 'page 1'")
+    assert rows.all_inner_texts() == first_page
     # Filters: fetched URLs whose text holds the unique page's path.
     page.select_option("select[name=state]", "fetched")
     page.fill("input[name=q]", site.unique_page.rsplit("/", 1)[1])
@@ -399,3 +410,14 @@ def test_stop_resume_and_delete_with_a_confirm(page: Any, site: Site) -> None:
     page.locator("[data-testid=crawls]").wait_for()
     page.wait_for_function(f"() => !document.querySelector(\"tr[data-id='{crawl_id}']\")")
     shot(page, "19-deleted")
+
+
+def test_sign_out(page: Any) -> None:
+    page.goto("/#/")
+    page.locator("[data-testid=crawls]").wait_for()
+    page.click("#logout")
+    page.wait_for_url(re.compile(r"/login"))
+    assert page.context.request.get("/api/crawls").status == 401
+    page.goto("/")
+    page.wait_for_url(re.compile(r"/login"))  # the session is gone: back to sign in
+    shot(page, "20-signed-out")

@@ -9,6 +9,8 @@ const LIMIT = 50;
 /** Render the URL table into `main`; returns its cleanup. */
 export function urlsView(main, id, params) {
   const filters = { state: params.get("state") || "", host: params.get("host") || "", q: params.get("q") || "" };
+  const asked = Number.parseInt(params.get("limit") || "", 10);
+  const limit = asked >= 1 && asked <= 1000 ? asked : LIMIT;
   const states = STATES.includes(filters.state) ? STATES : [...STATES, filters.state];
   const form = h(
     "form",
@@ -21,7 +23,9 @@ export function urlsView(main, id, params) {
   form.addEventListener("submit", (e) => {
     e.preventDefault();
     const f = form.elements;
-    window.location.hash = link("crawls", id, "urls", { state: f.state.value, host: f.host.value.trim(), q: f.q.value.trim() });
+    const wanted = { state: f.state.value, host: f.host.value.trim(), q: f.q.value.trim() };
+    if (limit !== LIMIT) wanted.limit = String(limit);
+    window.location.hash = link("crawls", id, "urls", wanted);
   });
 
   const status = h("p", { class: "muted", dataset: { testid: "urls-status" }, text: "Loading…" });
@@ -62,7 +66,7 @@ export function urlsView(main, id, params) {
     status.className = "muted";
     status.textContent = "Loading…";
     try {
-      const data = await get(crawlPath(id, "urls") + query({ ...filters, limit: LIMIT, cursor: cursors[page] }));
+      const data = await get(crawlPath(id, "urls") + query({ ...filters, limit, cursor: cursors[page] }));
       if (gone) return;
       const rows = data.urls || [];
       replace(
