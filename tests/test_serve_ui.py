@@ -346,6 +346,28 @@ def test_search_and_open_a_hit(page: Any, site: Site, shared: Shared) -> None:
     shot(page, "12-search-hit")
 
 
+def test_snippets_keep_only_b_tags(page: Any) -> None:
+    """The snippet builder copies text and <b> alone, whatever HTML a snippet holds."""
+    page.goto("/#/")
+    page.locator("[data-testid=crawls]").wait_for()
+    out = page.evaluate("""async () => {
+        const { snippetNodes } = await import('/static/dom.js');
+        const box = document.createElement('p');
+        window.__hit = 0;
+        box.append(...snippetNodes(
+            'a &lt;x&gt; <b>bold</b> <img src=x onerror="window.__hit=1"><script>window.__hit=2</script>' +
+            '<a href="javascript:window.__hit=3">link</a> <b onclick="window.__hit=4">two</b>'));
+        document.body.append(box);
+        box.querySelectorAll('b').forEach((b) => b.click());
+        await new Promise((r) => setTimeout(r, 100));
+        const html = box.innerHTML;
+        box.remove();
+        return { html, hit: window.__hit };
+    }""")
+    assert out["hit"] == 0
+    assert out["html"] == "a &lt;x&gt; <b>bold</b> window.__hit=2link <b>two</b>"
+
+
 def _overflow(tab: Any) -> int:
     return int(tab.evaluate(OVERFLOW_JS))
 
@@ -380,7 +402,9 @@ def test_stop_resume_and_delete_with_a_confirm(page: Any, site: Site) -> None:
     state = page.locator(".title-row [data-testid=state]")
     stop = page.locator("button", has_text=re.compile(r"^Stop$"))
     stop.wait_for(state="visible")
-    page.wait_for_function(f"() => {PAGES_JS} >= 1")  # under way: a page or more stored
+    # Under way, and the page follows it live (it was opened before the first page came).
+    page.wait_for_function(f"() => {PAGES_JS} >= 2")
+    assert page.locator("[data-testid=live]").inner_text() == "live"
     stop.click()
     confirm = page.locator(".confirm")
     confirm.wait_for(state="visible")
