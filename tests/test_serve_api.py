@@ -459,3 +459,19 @@ def test_crawls_kept_in_postgresql(tmp_path: Path, site: Site, postgres_server: 
         with psycopg.connect(admin, autocommit=True) as conn:
             names = {row[0] for row in conn.execute("SELECT datname FROM pg_database")}
         assert f"harvestman_{crawl_id}" not in names
+
+
+def test_events_resume_after_last_event_id(server: ServeProcess, done_crawl: dict[str, Any]) -> None:
+    path = f"/api/crawls/{done_crawl['id']}/events"
+    whole = server.call("GET", path).body.decode()
+    assert whole.count("event: fetched") == done_crawl["pages"]
+    ids = [int(line[4:]) for line in whole.splitlines() if line.startswith("id: ")]
+    assert ids == sorted(ids) and len(ids) > 3
+    rest = server.call("GET", path, headers={"Last-Event-ID": str(ids[2])}).body.decode()
+    assert [int(line[4:]) for line in rest.splitlines() if line.startswith("id: ")] == ids[3:]
+    assert rest.rstrip().rsplit("\n", 1)[0].endswith("event: status")
+
+
+def test_stopping_an_ended_crawl_changes_nothing(server: ServeProcess, done_crawl: dict[str, Any]) -> None:
+    reply = server.call("POST", f"/api/crawls/{done_crawl['id']}/stop")
+    assert reply.status == 200 and reply.json()["state"] == "finished"

@@ -26,7 +26,7 @@ from harvestman.serve.status import open_db, summary
 from harvestman.serve.urls import UrlFilter, url_page
 
 STATUS_EVERY = 1.0  # seconds between the event stream's status events
-POLL = 0.1  # seconds between reads of a growing event log
+POLL = 0.05  # seconds between reads of a growing event log
 _KIND = re.compile(r"^[a-z_]{1,40}$")
 
 

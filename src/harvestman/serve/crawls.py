@@ -137,6 +137,9 @@ class CrawlManager:
             self._children.pop(crawl_id, None)
         with self._lock:  # not half-way through a start (pid not yet recorded)
             meta = read_json(paths.meta)
+        return self._info_unlocked(crawl_id, paths, meta)
+
+    def _info_unlocked(self, crawl_id: str, paths: CrawlPaths, meta: dict[str, Any]) -> CrawlInfo:
         state, message = _state(meta, paths)
         return CrawlInfo(
             crawl_id,
@@ -151,17 +154,17 @@ class CrawlManager:
 
     def stop(self, crawl_id: str) -> CrawlInfo:
         """Ask the crawl to finish the fetches in flight and end (its SIGTERM); a second stop abandons
-        them (the crawl stays resumable either way)."""
+        them (the crawl stays resumable either way). A crawl that has ended is left as it is."""
         paths = self.paths(crawl_id)
         with self._lock:
             meta = read_json(paths.meta)
-            again = bool(meta.get("stop_requested"))
+            pid, started = int(meta.get("pid", 0)), meta.get("pid_start")
+            if not alive(pid, started):  # ended already: a finished crawl stays finished
+                return self._info_unlocked(crawl_id, paths, meta)
             meta["stop_requested"] = True
             write_json(paths.meta, meta)
-        signal_if_alive(int(meta.get("pid", 0)), meta.get("pid_start"), signal.SIGTERM)
-        if again:  # the run relays a second SIGTERM as "abandon the fetches in flight"
-            time.sleep(0.05)
-            signal_if_alive(int(meta.get("pid", 0)), meta.get("pid_start"), signal.SIGTERM)
+        # The run takes a first SIGTERM as "finish the fetches in flight", a second as "abandon them".
+        signal_if_alive(pid, started, signal.SIGTERM)
         return self.info(crawl_id)
 
     def resume(self, crawl_id: str) -> CrawlInfo:

@@ -73,7 +73,10 @@ class WarcLookup:
         """The last response stored for `url`; PageNotFound when there is none."""
         best: tuple[str, Path, int] | None = None
         with self._lock:
-            for path in _warc_files(crawl_dir):
+            files = _warc_files(crawl_dir)
+            for gone in [p for p in self._files if crawl_dir in p.parents and p not in files]:
+                del self._files[gone]  # renamed from .open when finished, or deleted with the crawl
+            for path in files:
                 found = self._index(path).get(url)
                 if found is not None and (best is None or found[0] >= best[0]):
                     best = (found[0], path, found[1])
