@@ -35,18 +35,32 @@ export function replace(el, ...children) {
   return append(el, children);
 }
 
+const ENTITIES = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'" };
+
+/** Text with HTML character references decoded (the snippet's escaping); unknown ones stay as they are. */
+export function decodeEntities(text) {
+  return text.replace(/&(#x[0-9a-f]+|#[0-9]+|[a-z]+);/gi, (whole, name) => {
+    if (name[0] === "#") {
+      const code = name[1] === "x" || name[1] === "X" ? Number.parseInt(name.slice(2), 16) : Number.parseInt(name.slice(1), 10);
+      return code > 0 && code <= 0x10ffff ? String.fromCodePoint(code) : whole;
+    }
+    return ENTITIES[name.toLowerCase()] ?? whole;
+  });
+}
+
 /**
- * A search snippet as DOM: the server sends escaped text with <b> highlights. It is parsed in an
- * inert document (no scripts run, nothing loads) and only text and <b> are copied over; any other
- * element contributes its text alone.
+ * A search snippet as DOM: the server sends escaped text with <b> highlights. No HTML parser is
+ * involved: the text is split on the exact tags <b> and </b>, every other part decoded as text, so
+ * anything else that looks like markup shows as the characters it is.
  */
 export function snippetNodes(snippetHtml) {
-  const doc = new DOMParser().parseFromString(`<body>${snippetHtml || ""}</body>`, "text/html");
   const out = [];
-  for (const node of doc.body.childNodes) {
-    if (node.nodeType === Node.TEXT_NODE) out.push(document.createTextNode(node.textContent));
-    else if (node.nodeType === Node.ELEMENT_NODE && node.tagName === "B") out.push(h("b", { text: node.textContent }));
-    else out.push(document.createTextNode(node.textContent || ""));
+  let bold = false;
+  for (const part of String(snippetHtml || "").split(/(<\/?b>)/i)) {
+    const tag = part.toLowerCase();
+    if (tag === "<b>") bold = true;
+    else if (tag === "</b>") bold = false;
+    else if (part) out.push(bold ? h("b", { text: decodeEntities(part) }) : document.createTextNode(decodeEntities(part)));
   }
   return out;
 }
