@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -375,7 +376,7 @@ def _overflow(tab: Any) -> int:
     return int(tab.evaluate(OVERFLOW_JS))
 
 
-def test_phone_width_has_no_horizontal_overflow(browser: Any, page: Any, shared: Shared,
+def test_phone_width_has_no_horizontal_overflow(browser: Any, page: Any, site: Site, shared: Shared,
                                                 served: Served) -> None:
     assert shared.crawl_id, "the crawl test did not run"
     context = browser.new_context(viewport={"width": 390, "height": 844}, base_url=served.base,
@@ -387,6 +388,10 @@ def test_phone_width_has_no_horizontal_overflow(browser: Any, page: Any, shared:
             ("13-phone-list", "/#/", "[data-testid=crawls] tbody tr"),
             ("14-phone-crawl", f"/#/crawls/{shared.crawl_id}", "[data-testid=chart] canvas"),
             ("15-phone-urls", f"/#/crawls/{shared.crawl_id}/urls", "[data-testid=urls] tbody tr"),
+            ("15b-phone-page", f"/#/crawls/{shared.crawl_id}/page?url={quote(site.unique_page, safe='')}",
+             "[data-testid=page-body]"),
+            ("15c-phone-search", f"/#/crawls/{shared.crawl_id}/search?q={UNIQUE_WORD}",
+             "[data-testid=hits] li"),
         ):
             tab.goto(route)
             tab.locator(ready).first.wait_for()
