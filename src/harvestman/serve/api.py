@@ -25,6 +25,7 @@ from harvestman.serve.settings import check_settings
 from harvestman.serve.status import open_db, summary
 from harvestman.serve.urls import UrlFilter, url_page
 
+SUMMARY_TTL = 0.25  # seconds a crawl's summary is served again to other askers
 STATUS_EVERY = 1.0  # seconds between the event stream's status events
 POLL = 0.05  # seconds between reads of a growing event log
 _KIND = re.compile(r"^[a-z_]{1,40}$")
@@ -39,10 +40,24 @@ class Services:
     pages: WarcLookup = field(default_factory=WarcLookup)
     searcher: Searcher = field(default_factory=Searcher)
     jobs: JobRunner = field(default_factory=JobRunner)
+    # crawl id -> (state, when, summary): many watchers of one crawl (pollers, each SSE stream's status
+    # every second) cost the crawl database one set of queries per SUMMARY_TTL, not one each.
+    _cache: dict[str, tuple[str, float, dict[str, Any]]] = field(default_factory=dict)
 
     def summary(self, crawl_id: str) -> dict[str, Any]:
-        """The CrawlSummary of one crawl."""
-        return summary(self.manager.info(crawl_id), self.figures)
+        """The CrawlSummary of one crawl (at most SUMMARY_TTL old, and never of another state)."""
+        info = self.manager.info(crawl_id)
+        now = time.monotonic()
+        cached = self._cache.get(crawl_id)
+        if cached is not None and cached[0] == info.state and now - cached[1] < SUMMARY_TTL:
+            return cached[2]
+        fresh = summary(info, self.figures)
+        self._cache[crawl_id] = (info.state, now, fresh)
+        return fresh
+
+    def forget(self, crawl_id: str) -> None:
+        """Drop what is cached of a deleted crawl."""
+        self._cache.pop(crawl_id, None)
 
 
 class NewCrawl(BaseModel):
@@ -106,6 +121,7 @@ def api_router(services: Services, auth: Auth) -> APIRouter:
             )
         manager.delete(crawl_id)
         services.figures.forget(info.paths.events)
+        services.forget(crawl_id)
         return Response(status_code=204)
 
     @router.get("/crawls/{crawl_id}/urls")
