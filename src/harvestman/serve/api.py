@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from harvestman.serve.auth import Auth
 from harvestman.serve.crawls import RUNNING_STATES, CrawlBusy, CrawlManager
-from harvestman.serve.eventlog import EventFigures, read_events
+from harvestman.serve.eventlog import EventFigures, LogLine, read_events
 from harvestman.serve.jobs import JobRunner
 from harvestman.serve.pages import WarcLookup
 from harvestman.serve.search import Searcher
@@ -196,9 +196,8 @@ async def _stream(services: Services, crawl_id: str, offset: int) -> AsyncIterat
     next_status = 0.0
     while True:
         lines, offset = await asyncio.to_thread(read_events, path, offset)
-        for line in lines:
-            kind = str(line.event.get("kind", ""))
-            yield _sse(kind if _KIND.fullmatch(kind) else "message", line.event, line.end)
+        if lines:  # one write for all the lines read: a busy crawl's events cost few sends
+            yield _sse_lines(lines)
         now = time.monotonic()
         if now >= next_status:
             next_status = now + STATUS_EVERY
@@ -212,12 +211,22 @@ async def _stream(services: Services, crawl_id: str, offset: int) -> AsyncIterat
                     lines, offset = await asyncio.to_thread(read_events, path, offset)
                     if not lines:
                         break
-                    for line in lines:
-                        kind = str(line.event.get("kind", ""))
-                        yield _sse(kind if _KIND.fullmatch(kind) else "message", line.event, line.end)
+                    yield _sse_lines(lines)
                     status = await asyncio.to_thread(services.summary, crawl_id)
                 yield _sse("status", status)
                 return
             yield _sse("status", status)
         if not lines:
             await asyncio.sleep(POLL)
+
+
+def _sse_lines(lines: list[LogLine]) -> str:
+    """Events of the log as SSE messages; the data is the line as the crawl wrote it (one JSON
+    object on one line)."""
+    out = []
+    for line in lines:
+        kind = str(line.event.get("kind", ""))
+        out.append(
+            f"id: {line.end}\nevent: {kind if _KIND.fullmatch(kind) else 'message'}\ndata: {line.text}\n\n"
+        )
+    return "".join(out)
