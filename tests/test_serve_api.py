@@ -7,6 +7,7 @@ import os
 import re
 import stat
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -475,3 +476,14 @@ def test_events_resume_after_last_event_id(server: ServeProcess, done_crawl: dic
 def test_stopping_an_ended_crawl_changes_nothing(server: ServeProcess, done_crawl: dict[str, Any]) -> None:
     reply = server.call("POST", f"/api/crawls/{done_crawl['id']}/stop")
     assert reply.status == 200 and reply.json()["state"] == "finished"
+
+
+def test_the_crawl_and_the_cli_never_import_fastapi() -> None:
+    code = (
+        "import sys, harvestman.app.cli, harvestman.serve.runner, harvestman.serve.settings; "
+        "print(sorted(m for m in ('fastapi', 'uvicorn', 'starlette') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[]"

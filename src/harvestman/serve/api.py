@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from harvestman.serve.auth import Auth
 from harvestman.serve.crawls import RUNNING_STATES, CrawlBusy, CrawlManager
-from harvestman.serve.eventlog import EventFigures, read_events
+from harvestman.serve.eventlog import EventFigures, LogLine, read_events
 from harvestman.serve.jobs import JobRunner
 from harvestman.serve.pages import WarcLookup
 from harvestman.serve.search import Searcher
@@ -25,6 +25,7 @@ from harvestman.serve.settings import check_settings
 from harvestman.serve.status import open_db, summary
 from harvestman.serve.urls import UrlFilter, url_page
 
+SUMMARY_TTL = 0.25  # seconds a crawl's summary is served again to other askers
 STATUS_EVERY = 1.0  # seconds between the event stream's status events
 POLL = 0.05  # seconds between reads of a growing event log
 _KIND = re.compile(r"^[a-z_]{1,40}$")
@@ -39,10 +40,24 @@ class Services:
     pages: WarcLookup = field(default_factory=WarcLookup)
     searcher: Searcher = field(default_factory=Searcher)
     jobs: JobRunner = field(default_factory=JobRunner)
+    # crawl id -> (state, when, summary): many watchers of one crawl (pollers, each SSE stream's status
+    # every second) cost the crawl database one set of queries per SUMMARY_TTL, not one each.
+    _cache: dict[str, tuple[str, float, dict[str, Any]]] = field(default_factory=dict)
 
     def summary(self, crawl_id: str) -> dict[str, Any]:
-        """The CrawlSummary of one crawl."""
-        return summary(self.manager.info(crawl_id), self.figures)
+        """The CrawlSummary of one crawl (at most SUMMARY_TTL old, and never of another state)."""
+        info = self.manager.info(crawl_id)
+        now = time.monotonic()
+        cached = self._cache.get(crawl_id)
+        if cached is not None and cached[0] == info.state and now - cached[1] < SUMMARY_TTL:
+            return cached[2]
+        fresh = summary(info, self.figures)
+        self._cache[crawl_id] = (info.state, now, fresh)
+        return fresh
+
+    def forget(self, crawl_id: str) -> None:
+        """Drop what is cached of a deleted crawl."""
+        self._cache.pop(crawl_id, None)
 
 
 class NewCrawl(BaseModel):
@@ -106,6 +121,7 @@ def api_router(services: Services, auth: Auth) -> APIRouter:
             )
         manager.delete(crawl_id)
         services.figures.forget(info.paths.events)
+        services.forget(crawl_id)
         return Response(status_code=204)
 
     @router.get("/crawls/{crawl_id}/urls")
@@ -180,9 +196,8 @@ async def _stream(services: Services, crawl_id: str, offset: int) -> AsyncIterat
     next_status = 0.0
     while True:
         lines, offset = await asyncio.to_thread(read_events, path, offset)
-        for line in lines:
-            kind = str(line.event.get("kind", ""))
-            yield _sse(kind if _KIND.fullmatch(kind) else "message", line.event, line.end)
+        if lines:  # one write for all the lines read: a busy crawl's events cost few sends
+            yield _sse_lines(lines)
         now = time.monotonic()
         if now >= next_status:
             next_status = now + STATUS_EVERY
@@ -196,12 +211,22 @@ async def _stream(services: Services, crawl_id: str, offset: int) -> AsyncIterat
                     lines, offset = await asyncio.to_thread(read_events, path, offset)
                     if not lines:
                         break
-                    for line in lines:
-                        kind = str(line.event.get("kind", ""))
-                        yield _sse(kind if _KIND.fullmatch(kind) else "message", line.event, line.end)
+                    yield _sse_lines(lines)
                     status = await asyncio.to_thread(services.summary, crawl_id)
                 yield _sse("status", status)
                 return
             yield _sse("status", status)
         if not lines:
             await asyncio.sleep(POLL)
+
+
+def _sse_lines(lines: list[LogLine]) -> str:
+    """Events of the log as SSE messages; the data is the line as the crawl wrote it (one JSON
+    object on one line)."""
+    out = []
+    for line in lines:
+        kind = str(line.event.get("kind", ""))
+        out.append(
+            f"id: {line.end}\nevent: {kind if _KIND.fullmatch(kind) else 'message'}\ndata: {line.text}\n\n"
+        )
+    return "".join(out)

@@ -17,10 +17,12 @@ RATE_WINDOW = 5.0  # seconds of fetched events a running crawl's pages/s is meas
 
 @dataclass(frozen=True, slots=True)
 class LogLine:
-    """One event: its JSON, and the offset just after it (the SSE id a client resumes from)."""
+    """One event: its JSON (parsed, and as written), and the offset just after it (the SSE id a client
+    resumes from)."""
 
     event: dict[str, Any]
     end: int
+    text: str
 
 
 def read_events(path: Path, offset: int, max_bytes: int = MAX_READ) -> tuple[list[LogLine], int]:
@@ -45,7 +47,7 @@ def read_events(path: Path, offset: int, max_bytes: int = MAX_READ) -> tuple[lis
         except ValueError:  # not an event (a stray print): skipped
             continue
         if isinstance(event, dict) and "kind" in event:
-            lines.append(LogLine(event, offset + start))
+            lines.append(LogLine(event, offset + start, raw.decode("utf-8", errors="replace")))
     return lines, offset + start
 
 
