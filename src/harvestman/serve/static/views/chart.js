@@ -48,9 +48,13 @@ export class RateChart {
     if (!this.buckets.size) {
       return [this.samples.map((s) => s[0]), this.samples.map((s) => s[1])];
     }
-    const secs = [...this.buckets.keys()];
-    const first = Math.min(...secs);
-    let last = Math.max(...secs);
+    // A loop, not Math.min(...keys): a crawl of days has more seconds than a call takes arguments.
+    let first = Infinity;
+    let last = -Infinity;
+    for (const sec of this.buckets.keys()) {
+      if (sec < first) first = sec;
+      if (sec > last) last = sec;
+    }
     // The second now under way is still filling: drawing it would show a dip that is not there.
     const now = Math.floor(Date.now() / 1000);
     if (last >= now && last > first) last = now - 1;
