@@ -262,6 +262,14 @@ def build_parser() -> argparse.ArgumentParser:
     cli_recrawl.add_commands(commands)
     cli_search.add_commands(commands)
     cli_focus.add_commands(commands)
+    serve = commands.add_parser("serve", help="a REST API and web page to start, watch and search crawls")
+    serve.add_argument("--data", type=Path, default=Path("harvestman-data"), metavar="ROOT",
+                       help="the folder holding the served crawls (default ./harvestman-data)")
+    serve.add_argument("--db", metavar="URL", default="",
+                       help="keep the crawls in PostgreSQL (postgresql://USER@HOST/DB: a database each)")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    serve.add_argument("--port", type=int, default=8844, help="port to listen on (default 8844)")
+    serve.add_argument("--token", help="the access token (default: $HARVESTMAN_TOKEN, else ROOT/token)")
     return parser
 
 
@@ -485,6 +493,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cli_search.run(args)
         if args.command in cli_focus.COMMANDS:
             return cli_focus.run(args)
+        if args.command == "serve":
+            from harvestman.serve.server import serve  # FastAPI loads only for the server
+
+            return serve(args.data, args.host, args.port, args.token, args.db)
     except ConfigError as exc:
         print(f"harvestman: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -1,0 +1,140 @@
+"""The server: `create_app(root, token, db)` builds the FastAPI application (API, sign-in, web page)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Form, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+
+from harvestman.model.errors import ConfigError, HarvestmanError, QueryError, StorageError
+from harvestman.serve.api import Services, api_router
+from harvestman.serve.auth import CSRF_COOKIE, SESSION_COOKIE, Auth, csrf_ok, new_csrf
+from harvestman.serve.crawls import CrawlBusy, CrawlManager, UnknownCrawl
+from harvestman.serve.jobs import UnknownJob
+from harvestman.serve.limits import MAX_BODY, BodyLimit
+from harvestman.serve.pages import PageNotFound
+from harvestman.serve.settings import SettingsError
+
+STATIC = Path(__file__).parent / "static"
+_FALLBACK_PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+<title>harvestman</title></head><body><h1>harvestman</h1><p>{what}</p></body></html>"""
+_FALLBACK_LOGIN = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
+<title>Sign in · harvestman</title></head><body><form method="post" action="/login">
+<label>Token <input name="token" type="password"></label>
+<input type="hidden" name="csrf" value="{csrf}"><button>Sign in</button></form></body></html>"""
+
+
+def _error(status: int, detail: str, **extra: Any) -> JSONResponse:
+    return JSONResponse({"detail": detail, **extra}, status_code=status)
+
+
+def create_app(root: Path, token: str, db: str = "", *, max_body: int = MAX_BODY) -> FastAPI:
+    """The application serving the crawls under `root` (kept in PostgreSQL at `db` when given)."""
+    auth = Auth(token)
+    services = Services(CrawlManager(Path(root), db))
+    app = FastAPI(title="harvestman", summary="Start, watch and search crawls.", version="1")
+    app.state.services = services
+    app.include_router(api_router(services, auth))
+    _add_error_handlers(app)
+    _add_pages(app, auth)
+    if STATIC.is_dir():
+        app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.add_middleware(BodyLimit, limit=max_body)
+    return app
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(SettingsError)
+    async def bad_setting(_: Request, exc: SettingsError) -> JSONResponse:
+        return _error(422, str(exc), field=exc.field)
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(_: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {}
+        where = [
+            str(part) for part in first.get("loc", ()) if part not in ("body", "query", "path", "header")
+        ]
+        field = where[0] if where else "body"
+        return _error(422, f"{'.'.join(where) or 'body'}: {first.get('msg', 'invalid')}", field=field)
+
+    @app.exception_handler(HarvestmanError)
+    async def harvestman_error(_: Request, exc: HarvestmanError) -> JSONResponse:
+        if isinstance(exc, UnknownCrawl | UnknownJob | PageNotFound):
+            return _error(404, str(exc))
+        if isinstance(exc, CrawlBusy):
+            return _error(409, str(exc))
+        if isinstance(exc, ConfigError | QueryError):
+            return _error(422, str(exc))
+        if isinstance(exc, StorageError):
+            return _error(503, str(exc))
+        return _error(500, str(exc))
+
+
+def _add_pages(app: FastAPI, auth: Auth) -> None:
+    @app.get("/health", include_in_schema=False)
+    def health() -> dict[str, bool]:
+        return {"ok": True}
+
+    @app.get("/", include_in_schema=False, response_model=None)
+    def index(request: Request) -> Response:
+        if not (auth.session_ok(request) or auth.bearer_ok(request)):
+            return RedirectResponse("/login", status_code=303)
+        page = STATIC / "index.html"
+        if page.is_file():
+            return FileResponse(page, headers={"Cache-Control": "no-store"})
+        return HTMLResponse(_FALLBACK_PAGE.format(what="The web page is not installed; the API is at /docs."))
+
+    @app.get("/login", include_in_schema=False)
+    def login_page(request: Request) -> Response:
+        csrf = request.cookies.get(CSRF_COOKIE) or new_csrf()
+        page = STATIC / "login.html"
+        response: Response
+        if page.is_file():
+            response = FileResponse(page, headers={"Cache-Control": "no-store"})
+        else:
+            response = HTMLResponse(_FALLBACK_LOGIN.format(csrf=csrf))
+        response.set_cookie(
+            CSRF_COOKIE,
+            csrf,
+            httponly=False,
+            samesite="strict",
+            path="/",
+            secure=request.url.scheme == "https",
+        )
+        return response
+
+    @app.post("/login", include_in_schema=False)
+    def login(request: Request, token: str = Form(""), csrf: str = Form("")) -> Response:
+        if not csrf_ok(request, csrf):
+            return HTMLResponse(
+                _FALLBACK_PAGE.format(
+                    what="The sign-in form had expired: <a href='/login'>sign in again</a>."
+                ),
+                status_code=403,
+            )
+        if not auth.token_ok(token):
+            return HTMLResponse(
+                _FALLBACK_PAGE.format(what="Wrong token: <a href='/login'>try again</a>."), status_code=401
+            )
+        response = RedirectResponse("/", status_code=303)
+        secure = request.url.scheme == "https"
+        response.set_cookie(
+            SESSION_COOKIE, auth.session_value, httponly=True, samesite="strict", path="/", secure=secure
+        )
+        response.set_cookie(
+            CSRF_COOKIE, new_csrf(), httponly=False, samesite="strict", path="/", secure=secure
+        )
+        return response
+
+    @app.post("/logout", include_in_schema=False)
+    def logout(request: Request, csrf: str = Form("")) -> Response:
+        given = request.headers.get("X-CSRF-Token", "") or csrf
+        if auth.session_ok(request) and not csrf_ok(request, given):
+            return _error(403, "missing or wrong X-CSRF-Token header")
+        response = RedirectResponse("/login", status_code=303)
+        response.delete_cookie(SESSION_COOKIE, path="/")
+        return response

@@ -1,0 +1,63 @@
+"""One served crawl's process: `python -m harvestman.serve.runner ROOT/<id>`.
+
+It runs the crawl as `harvestman crawl` would (its signals included: SIGTERM finishes the fetches in
+flight) with the settings in serve.json, prints events as JSON lines (the server points stdout at
+ROOT/<id>/events.jsonl), and writes the exit status to exit.json, so that a server started again
+later still knows how the crawl ended.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from harvestman.model.errors import (
+    EXIT_FAILED,
+    EXIT_IO,
+    EXIT_USAGE,
+    ConfigError,
+    HarvestmanError,
+    StorageError,
+)
+from harvestman.serve.layout import CrawlPaths, read_json, write_json
+
+
+def run(folder: Path) -> int:
+    """Run the crawl of `folder`; its exit status (also written to exit.json)."""
+    from harvestman.app import cli, cli_cycle
+    from harvestman.serve.settings import crawl_config
+
+    paths = CrawlPaths(folder)
+    meta = read_json(paths.meta)
+    status = EXIT_FAILED
+    try:
+        cfg = crawl_config(
+            paths.crawl_dir,
+            list(meta["seeds"]),
+            meta["settings"],
+            db=str(meta.get("db_url", "")),
+            resume=bool(meta.get("runs", 1) > 1),
+        )
+        cli_cycle.check_crawl_order(cfg)
+        status = cli.run_crawl(cfg)
+    except ConfigError as exc:
+        print(f"harvestman: error: {exc}", file=sys.stderr)
+        status = EXIT_USAGE
+    except StorageError as exc:
+        print(f"harvestman: error: {exc}", file=sys.stderr)
+        status = EXIT_IO
+    except HarvestmanError as exc:
+        print(f"harvestman: error: {exc}", file=sys.stderr)
+        status = EXIT_FAILED
+    except KeyboardInterrupt:
+        status = 130
+    finally:
+        sys.stdout.flush()
+        write_json(paths.exit, {"status": status, "ended": time.time(), "pid": os.getpid()})
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(run(Path(sys.argv[1])))

@@ -1,0 +1,66 @@
+"""A crawl's summary (the API's CrawlSummary): its state from the manager, figures from its database
+and its event log."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harvestman.model.errors import HarvestmanError
+from harvestman.model.records import UrlState
+from harvestman.serve.crawls import RUNNING_STATES, CrawlInfo
+from harvestman.serve.eventlog import EventFigures
+from harvestman.store.factory import DEFAULT_DB_NAME, open_store, store_location
+from harvestman.store.frontier import CrawlDb
+
+TOP_HOSTS = 10
+_PAGE_STATES = (UrlState.FETCHED, UrlState.NOT_MODIFIED)
+
+
+def open_db(info: CrawlInfo) -> CrawlDb | None:
+    """The crawl's database opened for reading; None before the crawl has made it."""
+    if not info.db and not (info.paths.crawl_dir / DEFAULT_DB_NAME).is_file():
+        return None
+    return open_store(store_location(info.db, info.paths.crawl_dir), read_only=True)
+
+
+def summary(info: CrawlInfo, events: EventFigures) -> dict[str, Any]:
+    """The CrawlSummary of the contract (SERVE_CONTRACT.md)."""
+    statuses, rate = events.figures(info.paths.events, info.state in RUNNING_STATES)
+    out: dict[str, Any] = {
+        "id": info.id,
+        "state": info.state,
+        "seeds": list(info.seeds),
+        "created": info.created,
+        "settings": info.settings,
+        "counts": {s.name.lower(): 0 for s in UrlState},
+        "pages": 0,
+        "pages_per_second": rate,
+        "bytes": 0,
+        "errors": {},
+        "statuses": statuses,
+        "top_hosts": [],
+        "message": info.message,
+    }
+    try:
+        db = open_db(info)
+    except HarvestmanError as exc:  # a database being made, or one gone: the state still shows
+        out["message"] = out["message"] or str(exc)
+        return out
+    if db is None:
+        return out
+    try:
+        counts = db.counts()
+        totals = db.totals()
+        hosts = db.host_totals()
+        errors = db.error_counts()
+    finally:
+        db.close()
+    out["counts"] = {state.name.lower(): counts.get(state, 0) for state in UrlState}
+    out["pages"] = sum(counts.get(state, 0) for state in _PAGE_STATES)
+    out["bytes"] = totals.wire_bytes
+    out["errors"] = dict(errors)
+    ranked = sorted(hosts, key=lambda h: (-sum(h.states.get(s, 0) for s in _PAGE_STATES), h.host))
+    out["top_hosts"] = [
+        {"host": h.host, "pages": sum(h.states.get(s, 0) for s in _PAGE_STATES)} for h in ranked[:TOP_HOSTS]
+    ]
+    return out
