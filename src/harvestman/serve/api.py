@@ -1,4 +1,4 @@
-"""The REST API's routes (SERVE_CONTRACT.md): crawls, their events, URLs, pages, search and jobs."""
+"""The REST API's routes (docs/serve.md): crawls, their events, URLs, pages, search and jobs."""
 
 from __future__ import annotations
 

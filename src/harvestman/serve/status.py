@@ -24,7 +24,7 @@ def open_db(info: CrawlInfo) -> CrawlDb | None:
 
 
 def summary(info: CrawlInfo, events: EventFigures) -> dict[str, Any]:
-    """The CrawlSummary of the contract (SERVE_CONTRACT.md)."""
+    """A crawl's summary as the API serves it (docs/serve.md)."""
     statuses, rate = events.figures(info.paths.events, info.state in RUNNING_STATES)
     out: dict[str, Any] = {
         "id": info.id,
