@@ -167,7 +167,9 @@ WHOLE_CONFIG_ALLOWED = {"model/config.py", "crawl/engine.py", "crawl/download.py
                         "batch/recrawl.py",  # a re-crawl: generate, fetch, updatedb in one
                         # Focused crawling's faces: the focus trained before a crawl; a stored crawl
                         # rebuilt (its settings, scope, link settings) for an offline replay.
-                        "app/cli_focus.py", "batch/focusreplay.py"}
+                        "app/cli_focus.py", "batch/focusreplay.py",
+                        # The REST API's check of a crawl's settings before its process starts.
+                        "serve/settings.py"}
 
 
 def test_only_the_builders_see_the_whole_config() -> None:

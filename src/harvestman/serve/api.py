@@ -79,7 +79,7 @@ def api_router(services: Services, auth: Auth) -> APIRouter:
 
     @router.post("/crawls", status_code=201)
     def create_crawl(body: NewCrawl) -> dict[str, str]:
-        """Start a crawl of `seeds` with `settings` (named as CrawlConfig's fields)."""
+        """Start a crawl of `seeds` with `settings` (named as the crawl's settings)."""
         seeds, settings = check_settings(body.seeds, body.settings)
         return {"id": manager.create(seeds, settings)}
 
