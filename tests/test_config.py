@@ -169,7 +169,10 @@ WHOLE_CONFIG_ALLOWED = {"model/config.py", "crawl/engine.py", "crawl/download.py
                         # rebuilt (its settings, scope, link settings) for an offline replay.
                         "app/cli_focus.py", "batch/focusreplay.py",
                         # The REST API's check of a crawl's settings before its process starts.
-                        "serve/settings.py"}
+                        "serve/settings.py",
+                        # A crawl folder's stored settings, read back and merged by a later run
+                        # (which also decides the failures that run's settings mend).
+                        "store/crawldir.py", "app/run.py", "policy/revive.py"}
 
 
 def test_only_the_builders_see_the_whole_config() -> None:

@@ -538,3 +538,24 @@ def test_a_page_s_topic_and_relevance_are_kept(make: Maker) -> None:
     other = f.get("http://a.test/2")
     assert other is not None and (other.topic, other.relevance) == ("", 0.0)  # not scored
     assert {r.url: r.topic for r in f.records()}["http://a.test/1"] == "databases"
+
+
+def test_requeue_revives_gone_urls_only(make: Maker) -> None:
+    f = make()
+    f.add([nu("http://a.test/1"), nu("http://a.test/2"), nu("http://b.test/3")])
+    f.lease(3, T0)
+    f.complete([done("http://a.test/1", UrlState.GONE, error_class="blocked_address",
+                     error_message="refused to connect to 127.0.0.2: a private or reserved address"),
+                done("http://a.test/2", http_status=200),
+                done("http://b.test/3", UrlState.GONE, error_class="dns", error_message="no such host")], T0)
+    assert f.pending() == 0 and f.lease(3, T0 + 1) == []
+    gone = {r.url: r.error_class for r in f.failures()}
+    assert gone == {"http://a.test/1": "blocked_address", "http://b.test/3": "dns"}
+    # A FETCHED URL and an unknown one are left alone; a GONE one is queued as new.
+    assert f.requeue(["http://a.test/1", "http://a.test/2", "http://nowhere.test/"]) == 1
+    rec = f.get("http://a.test/1")
+    assert rec is not None and rec.state == UrlState.UNFETCHED and rec.error_class == "" and rec.retries == 0
+    assert f.counts()[UrlState.GONE] == 1 and f.counts()[UrlState.UNFETCHED] == 1
+    assert f.pending() == 1
+    assert [u.url for u in f.lease(3, T0 + 2)] == ["http://a.test/1"]
+    assert [r.url for r in f.failures()] == ["http://b.test/3"]

@@ -4,22 +4,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from harvestman import __version__
 from harvestman.app import cli_batch, cli_cycle, cli_extract, cli_features, cli_focus, cli_recrawl, cli_search
-from harvestman.app.progress import ProgressDisplay, print_summary
+from harvestman.app.progress import print_summary
 from harvestman.app.report import EXPORT_FORMATS, EXPORT_WHAT, crawl_report, export_records
-from harvestman.app.seeds import check_seeds, run_verdict
-from harvestman.crawl.job import CrawlJob
-from harvestman.crawl.plugins import load_plugins, with_plugin_scorer
-from harvestman.crawl.stats import CrawlStats, deferred_note
-from harvestman.crawl.workers import NO_POLICIES, Policies
+from harvestman.app.run import resumed_config, run_crawl, worker_config
 from harvestman.model.config import CrawlConfig, config_from_mapping, load_toml
 from harvestman.model.errors import (
     EXIT_FAILED,
@@ -30,10 +25,7 @@ from harvestman.model.errors import (
     HarvestmanError,
     StorageError,
 )
-from harvestman.model.records import RunVerdict
-from harvestman.net.urls import without_password
-from harvestman.policy.ordering import check_ordering
-from harvestman.store.factory import is_postgres, open_store
+from harvestman.policy.revive import check_retry_classes
 
 DB_HELP = "the crawl database (default DIR/crawl.db): a path, sqlite:///PATH or postgresql://USER@HOST/DB"
 
@@ -144,7 +136,16 @@ def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
     parser.add_argument(
         "--insecure", action="store_true", default=None, help="do not verify TLS certificates"
     )
-    parser.add_argument("--resume", action="store_true", default=None, help="continue the crawl in DIR")
+    parser.add_argument(
+        "--resume", action="store_true", default=None,
+        help="continue the crawl in DIR with the settings stored with it (options given now replace "
+             "them); URLs that failed for a cause the settings now remove are fetched again",
+    )
+    parser.add_argument(
+        "--retry-failed", nargs="+", metavar="CLASS",
+        help="with --resume: fetch again the URLs that failed with these error classes, as status "
+             "shows them (timeout, http_503, http_5xx, ...)",
+    )
     parser.add_argument(
         "--plugin", action="append", dest="plugins", metavar="NAME",
         help="run the installed plugin NAME (an entry point; repeatable; see docs/plugins.md)",
@@ -286,7 +287,8 @@ _RENAMES = {
 
 
 def config_from_args(args: argparse.Namespace, *, follow: bool) -> CrawlConfig:
-    """Merge the TOML file (if any) and the command-line options into one validated config."""
+    """Merge the TOML file (if any) and the command-line options into one validated config; with
+    `--resume`, on top of the settings stored with the crawl (app/run.py's resumed_config)."""
     values: dict[str, Any] = load_toml(args.config) if getattr(args, "config", None) else {}
     for key, value in vars(args).items():
         if value is None or (key not in _RENAMES and key not in CrawlConfig.__dataclass_fields__):
@@ -303,7 +305,7 @@ def config_from_args(args: argparse.Namespace, *, follow: bool) -> CrawlConfig:
     values["seeds"] = seeds
     if not follow:
         values.update(follow_links=False, max_depth=0, scope="any")
-    cfg = config_from_mapping(values)
+    cfg = resumed_config(values) if values.get("resume") else config_from_mapping(values)
     if not cfg.seeds and not cfg.resume:
         raise ConfigError("no URL given: name some on the command line or with -i FILE")
     return cfg
@@ -316,115 +318,6 @@ def read_url_file(path: Path) -> list[str]:
     except OSError as exc:
         raise ConfigError(f"cannot read URL file {path}: {exc.strerror}") from None
     return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
-
-
-class _StopOnSignal:
-    """Ctrl-C or SIGTERM: the first lets fetches in flight finish, a second abandons them (resumable)."""
-
-    def __init__(self, stop: Callable[..., None], quiet: bool) -> None:
-        self._stop = stop
-        self._quiet = quiet
-        self._signals = 0
-
-    def __call__(self) -> None:
-        self._signals += 1
-        self._stop(abandon=self._signals > 1)
-        if self._signals == 1 and not self._quiet:
-            print("harvestman: stopping after the fetches in flight (Ctrl-C again to abandon them)",
-                  file=sys.stderr)
-
-
-def check_before_creating(cfg: CrawlConfig) -> None:
-    """Refuse, before anything is created, a run that cannot start: `--out` naming a file, no usable
-    seed, or `--resume` of a folder that holds no crawl. Notes on the seeds go to stderr."""
-    out = Path(cfg.out_dir)
-    if out.exists() and not out.is_dir():
-        raise ConfigError(f"--out {out} is a file, not a folder: name a new or an existing output folder")
-    if cfg.render != "never" or cfg.render_rules:
-        from harvestman.fetch.browser import check_browser  # only a crawl that renders loads it
-
-        check_browser(cfg.browser_path)
-    seeds = check_seeds(cfg.seeds, max_length=cfg.max_url_length)
-    for note in seeds.notes:
-        print(f"harvestman: {note}", file=sys.stderr)
-    if seeds.valid:
-        return
-    if not cfg.resume:
-        raise ConfigError("no valid seed URL to start from")
-    if not cfg.db and not (out / "crawl.db").is_file():
-        raise ConfigError(f"nothing to resume: {out} holds no crawl (no crawl.db there); name seed URLs "
-                          "to start one")
-
-
-def finish(cfg: CrawlConfig, stats: CrawlStats, verdict: RunVerdict) -> int:
-    """After a run: the summary, then (on stderr) what waits beyond --max-wait and why nothing was
-    fetched, if so; the exit status."""
-    if not cfg.quiet and not cfg.log_json:
-        print_summary(crawl_report(cfg.out_dir, cfg.db))
-    if stats.deferred:
-        note = deferred_note(stats.deferred, stats.deferred_until, cfg.max_wait, stats.deferred_revisits)
-        print(f"harvestman: {note}", file=sys.stderr)
-    for line in verdict.lines:
-        print(f"harvestman: {line}", file=sys.stderr)
-    return verdict.exit_status
-
-
-def worker_config(args: argparse.Namespace) -> CrawlConfig:
-    """The settings of a machine joining a shared crawl: the crawl's, stored in its database, and
-    this machine's own (output folder, processes, address rules, display)."""
-    location = args.db
-    if not is_postgres(location):
-        raise ConfigError("harvestman worker joins a crawl kept in PostgreSQL (--db postgresql://...); a "
-                          "SQLite crawl database belongs to the one `harvestman crawl` that holds its lock")
-    store = open_store(location, read_only=True)
-    try:
-        stored = store.get_meta("settings")
-    finally:
-        store.close()
-    if stored is None:
-        raise ConfigError(f"no crawl in {without_password(location)} yet: start one with "
-                          f"`harvestman crawl SEED... --db {without_password(location)} --out DIR`")
-    local = {name: value for name in ("workers", "resolve", "allow_net", "quiet", "log_json")
-             if (value := getattr(args, name)) is not None}
-    return config_from_mapping({**json.loads(stored), **local, "out_dir": args.out, "db": location})
-
-
-def run_crawl(cfg: CrawlConfig, policies: Policies = NO_POLICIES, *, join: bool = False) -> int:
-    """Run one crawl with a progress display and a summary; Ctrl-C stops it cleanly.
-
-    `policies`: a link scorer and a fetch schedule, for every process of the crawl. With `join`,
-    work on a crawl started elsewhere (its seeds are not given again).
-    """
-    # Plugins load here first, so that an unknown or broken one is refused before anything starts.
-    check_ordering(cfg.ordering, with_plugin_scorer(policies.scorer, load_plugins(cfg.plugins)))
-    if join:
-        out = Path(cfg.out_dir)
-        if out.exists() and not out.is_dir():
-            raise ConfigError(f"--out {out} is a file, not a folder: name a new or an existing output folder")
-    else:
-        check_before_creating(cfg)
-    job = CrawlJob(cfg, verdict=lambda folder: run_verdict(folder, cfg.db), join=join, policies=policies)
-    on_signal = _StopOnSignal(job.stop, cfg.quiet)
-    previous = {sig: signal.signal(sig, lambda _sig, _frame: on_signal())
-                for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        job.start()  # before the display's thread: worker processes are forked
-        try:
-            if cfg.quiet or cfg.log_json:
-                job.wait()
-            else:
-                with ProgressDisplay(job.stats):
-                    job.wait()
-        except BaseException:  # the run must not go on unwatched
-            job.stop(abandon=True)
-            job.wait()
-            raise
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    status = job.result()
-    assert status.verdict is not None
-    return finish(cfg, job.stats, status.verdict)
 
 
 def run_demo(out: Path | None, quiet: bool) -> int:
@@ -462,9 +355,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             cli_cycle.check_crawl_order(cfg)
             if cfg.focus_file:  # focused crawling: the focus trained first, the harvest curve after
                 return cli_focus.run_focused(cfg, run_crawl)
-            return run_crawl(cfg)
+            return run_crawl(cfg, retry_failed=check_retry_classes(args.retry_failed or ()))
         if args.command == "worker":
-            return run_crawl(worker_config(args), join=True)
+            local = {name: value for name in ("workers", "resolve", "allow_net", "quiet", "log_json")
+                     if (value := getattr(args, name)) is not None}
+            return run_crawl(worker_config(args.db, args.out, local), join=True)
         if args.command == "status":
             report = crawl_report(args.dir, args.db)
             if args.json:

@@ -8,6 +8,7 @@ import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from harvestman.batch.harvest import harvest_curve, write_curve
 from harvestman.crawl.focusfile import (
@@ -18,9 +19,13 @@ from harvestman.crawl.focusfile import (
     train_focus,
 )
 from harvestman.model.config import CrawlConfig
-from harvestman.model.errors import EXIT_OK, ConfigError
+from harvestman.model.errors import EXIT_OK, ConfigError, InvalidUrlError
 from harvestman.model.records import UrlState
+from harvestman.net.urls import normalize
 from harvestman.policy.focus import Focus
+
+if TYPE_CHECKING:
+    from harvestman.batch.focusreplay import StoredCrawl
 
 REDIRECTS = (UrlState.REDIRECT_PERM, UrlState.REDIRECT_TEMP)
 
@@ -56,6 +61,25 @@ def _fetch_examples(cfg: CrawlConfig) -> Callable[[list[str]], dict[str, str]]:
                 raise ConfigError(f"focus example {result.url} could not be fetched: {why}")
         return texts
     return fetch
+
+
+def _examples_of(crawl: StoredCrawl) -> Callable[[list[str]], dict[str, str]]:
+    """Example URLs for a replay: those the replayed crawl stored are read from it (no request);
+    the others fetched with the crawl's own address rules and resolve map."""
+    fetch = _fetch_examples(crawl.config)
+
+    def lookup(urls: list[str]) -> dict[str, str]:
+        texts: dict[str, str] = {}
+        for url in urls:
+            try:
+                stored = crawl.pages.get(normalize(url))
+            except InvalidUrlError:
+                stored = None
+            if stored is not None:
+                texts[url] = stored[1]
+        rest = [url for url in urls if url not in texts]
+        return {**texts, **(fetch(rest) if rest else {})}
+    return lookup
 
 
 def prepare_focus(cfg: CrawlConfig) -> Focus:
@@ -113,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
     crawl = read_crawl(args.dir, args.db)
     focus = None
     if args.focus is not None:
-        file = read_focus_file(args.focus, _fetch_examples(crawl.config))
+        file = read_focus_file(args.focus, _examples_of(crawl))
         focus = train_focus(file)
         if file.training and file.spec.mode == "rules":
             from harvestman.batch.focusreplay import learn_rules

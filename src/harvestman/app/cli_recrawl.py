@@ -9,6 +9,7 @@ from typing import Any
 
 from harvestman.app import cli_cycle
 from harvestman.model.errors import EXIT_FAILED, EXIT_OK, ConfigError
+from harvestman.policy.revive import check_retry_classes
 
 COMMANDS = ("recrawl",)
 STRATEGY_HELP = ("how a page is checked: conditional (If-None-Match / If-Modified-Since; default), size "
@@ -22,6 +23,9 @@ def add_commands(commands: Any) -> None:
     p.add_argument("--all", action="store_true", dest="all_urls",
                    help="every fetched URL, not only the due ones")
     p.add_argument("--strategy", default="conditional", metavar="NAME", help=STRATEGY_HELP)
+    p.add_argument("--retry-failed", nargs="+", metavar="CLASS",
+                   help="also fetch again the URLs that failed with these error classes, as status shows "
+                        "them (timeout, http_503, http_5xx, ...)")
     p.add_argument("--json", action="store_true", help="the report as JSON")
 
 
@@ -34,8 +38,9 @@ def run(args: argparse.Namespace) -> int:
     if args.strategy not in STRATEGIES:  # before the crawl is opened: a typo is the first thing to say
         raise ConfigError(f"--strategy must be one of {', '.join(STRATEGIES)}, got {args.strategy!r}")
     cfg = cli_cycle.step_config(args)
+    retry = check_retry_classes(args.retry_failed or ())
     report = recrawl(args.dir, cfg, strategy=args.strategy, all_urls=args.all_urls,
-                     fetch=cli_cycle.fetch_with_display)
+                     fetch=cli_cycle.fetch_with_display, retry=retry)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2, sort_keys=True))
     else:
@@ -52,6 +57,7 @@ def run(args: argparse.Namespace) -> int:
             ("gone", str(report.gone)),
             ("not fetched", str(report.not_fetched)),
             ("new URLs", str(report.new_urls)),
+            ("failed, retried", str(report.revived)),
             ("checked by", by),
             ("bytes on the wire", f"{report.wire_bytes}{share}"),
             ("full re-download", str(full)),

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
 from harvestman.app.report import open_crawl
 from harvestman.crawl.seeding import with_scheme
@@ -14,13 +12,12 @@ from harvestman.model.errors import EXIT_OK, InvalidUrlError, exit_status_of, fa
 from harvestman.model.records import RunVerdict, UrlRecord, UrlState
 from harvestman.net.addrguard import parse_ip
 from harvestman.net.urls import normalize
+from harvestman.policy.revive import refused_address
 from harvestman.store.frontier import CrawlDb
 
 MAX_NAMED = 10  # seeds named one line each; the rest are counted in one more line
 _SUCCESS = (UrlState.FETCHED, UrlState.NOT_MODIFIED)
 _REDIRECTS = (UrlState.REDIRECT_TEMP, UrlState.REDIRECT_PERM)
-# The transport's words for a connection the address guard refused (transport.py).
-_REFUSED_ADDRESS = re.compile(r"refused to connect to (.+?): a private")
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,12 +93,8 @@ def _explain(record: UrlRecord) -> str:
 
 def _refused_range(record: UrlRecord) -> str:
     """The single-address CIDR a refused connection went to, for --allow-net; 'CIDR' when unknown."""
-    found = _REFUSED_ADDRESS.search(record.error_message)
-    for text in (urlsplit(record.url).hostname or "", found.group(1) if found else ""):
-        addr = parse_ip(text)
-        if addr is not None:
-            return f"{addr}/{addr.max_prefixlen}"
-    return "CIDR"
+    addr = parse_ip(refused_address(record))
+    return f"{addr}/{addr.max_prefixlen}" if addr is not None else "CIDR"
 
 
 def _capped(lines: list[str], what: str) -> list[str]:

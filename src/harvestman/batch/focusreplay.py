@@ -11,7 +11,6 @@ concurrency. A URL the stored crawl never fetched cannot be replayed: it is skip
 from __future__ import annotations
 
 import heapq
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,13 +18,12 @@ from pathlib import Path
 from harvestman.batch.harvest import CurvePoint, harvest_curve
 from harvestman.batch.warcpages import warc_files
 from harvestman.crawl.pagelinks import HTML_TYPES, outlinks
-from harvestman.model.config import CrawlConfig, config_from_mapping
+from harvestman.model.config import RUN_ONLY, CrawlConfig, config_from_mapping
 from harvestman.model.errors import ConfigError, StorageError
 from harvestman.model.records import CrawledPage, FetchResult, UrlState
 from harvestman.policy.focus import Focus, Rules
 from harvestman.policy.scope import Scope
-from harvestman.store.factory import open_store, store_location
-from harvestman.store.frontier import CrawlDb
+from harvestman.store.crawldir import CrawlDir, read_settings
 
 REDIRECTS = frozenset({UrlState.REDIRECT_PERM, UrlState.REDIRECT_TEMP})
 
@@ -89,11 +87,11 @@ def read_crawl(folder: Path, db: str = "") -> StoredCrawl:
     from harvestman.fetch.content import decode_text, detect_charset
 
     folder = Path(folder)
-    if not db and not (folder / "crawl.db").is_file():
-        raise ConfigError(f"{folder} holds no crawl (no crawl.db there) to replay")
-    store: CrawlDb = open_store(store_location(db, folder), read_only=True)
+    crawl = CrawlDir(folder, db)
+    crawl.check_exists()
+    store = crawl.open(read_only=True)
     try:
-        settings = store.get_meta("settings")
+        values = read_settings(store)  # the crawl's address rules too: its examples may be on loopback
         seeds = [s for s in (store.get_meta("seeds") or "").split("\n") if s]
         states = {r.url: (r.state, r.final_url) for r in store.records()}
         edges: dict[str, list[str]] = {}
@@ -101,9 +99,7 @@ def read_crawl(folder: Path, db: str = "") -> StoredCrawl:
             edges.setdefault(edge.from_url, []).append(edge.to_url)
     finally:
         store.close()
-    values = json.loads(settings) if settings else {}
-    values.pop("out_dir", None)
-    config = config_from_mapping(values)
+    config = config_from_mapping({k: v for k, v in values.items() if k not in RUN_ONLY})
     pages: dict[str, tuple[str, str]] = {}
     try:
         for url, ctype, body in _html_pages(folder):

@@ -6,11 +6,12 @@ import time
 from pathlib import Path
 
 from harvestman.batch import segments
-from harvestman.batch.crawldir import open_crawl_store, stored_seeds
+from harvestman.batch.crawldir import open_crawl_store
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import ConfigError
 from harvestman.model.records import UrlRecord
 from harvestman.policy.ordering import RANKED_ORDERINGS
+from harvestman.store.crawldir import stored_seeds
 from harvestman.store.frontier import CrawlDb
 from harvestman.store.sqlite_store import SqliteStore
 

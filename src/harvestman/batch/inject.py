@@ -8,13 +8,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from harvestman.batch.crawldir import SEEDS_KEY, open_crawl_store, save_config, stored_seeds
+from harvestman.batch.crawldir import open_crawl_store
 from harvestman.batch.seeds import SeedLine
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import ConfigError
 from harvestman.model.records import NewUrl
 from harvestman.net.hostkeys import HostKeys
 from harvestman.policy.ordering import RANKS
+from harvestman.store.crawldir import SEEDS_KEY, save_settings, stored_seeds
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,7 +38,7 @@ def inject(folder: Path, seeds: Sequence[SeedLine], cfg: CrawlConfig) -> Injecte
     asyncio.run(keys.prepare(s.url for s in seeds))
     store = open_crawl_store(folder, cfg.db, cfg, create=True, keys=keys)
     try:
-        save_config(store, cfg)
+        save_settings(store, cfg)
         known = stored_seeds(store)
         have = set(known)
         for seed in seeds:

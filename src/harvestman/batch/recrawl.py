@@ -24,13 +24,13 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harvestman.batch import segments
-from harvestman.batch.crawldir import open_crawl_store, stored_seeds
+from harvestman.batch.crawldir import open_crawl_store
 from harvestman.batch.fetch_segment import FetchedSegment, fetch_segment
 from harvestman.batch.simhash import hamming
 from harvestman.batch.updatedb import updatedb
@@ -39,6 +39,7 @@ from harvestman.crawl.sitemaps import lastmod_text, parse_sitemap
 from harvestman.model.config import RECRAWL_STRATEGIES, CrawlConfig
 from harvestman.model.errors import ConfigError, StorageError
 from harvestman.model.records import FetchOutcome, LinkKind, UrlRecord, UrlState
+from harvestman.store.crawldir import revive, stored_seeds
 from harvestman.store.frontier import Store
 from harvestman.store.sqlite_store import SqliteStore
 
@@ -67,6 +68,7 @@ class RecrawlReport:
     full_bytes: int = 0  # a full re-download of the same pages: wire_bytes + saved_bytes
     sitemap_bytes: int = 0  # of wire_bytes: the sitemaps fetched first (strategy sitemap)
     new_urls: int = 0  # links to URLs new to the crawl, found in the changed pages
+    revived: int = 0  # failed URLs queued again: their cause mended by the settings, or --retry-failed
     checked_by: dict[str, int] = field(default_factory=dict)  # how each URL was checked
     stopped: bool = False  # the fetch was stopped: the segment is left to fetch and updatedb
 
@@ -186,9 +188,11 @@ def _refresh_lastmods(folder: Path, cfg: CrawlConfig, segment: Path) -> None:
 
 
 def recrawl(folder: Path, cfg: CrawlConfig, *, strategy: str = "conditional", all_urls: bool = False,
-            now: float | None = None, fetch: SegmentFetcher = _default_fetch) -> RecrawlReport:
+            now: float | None = None, fetch: SegmentFetcher = _default_fetch,
+            retry: Collection[str] = ()) -> RecrawlReport:
     """Fetch again the crawl's due URLs (`all_urls`: every fetched URL too) checked by `strategy`,
-    merge them with change classes and the schedule; what was found and what it cost."""
+    merge them with change classes and the schedule; what was found and what it cost. Failed URLs
+    whose cause `cfg` mends, or of the `retry` error classes, are fetched again too."""
     if strategy not in STRATEGIES:
         raise ConfigError(f"--strategy must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
     folder = Path(folder)
@@ -222,6 +226,7 @@ def recrawl(folder: Path, cfg: CrawlConfig, *, strategy: str = "conditional", al
         report.sitemap_bytes = sum(o.wire_bytes for o, _ in sitemap_rows)
     store = open_crawl_store(folder, cfg.db, cfg)
     try:
+        report.revived = len(revive(store, cfg, retry).urls)
         chosen = _select(store, cfg, all_urls=all_urls, now=now, leave_out=leave_out)
         taken = {c.url for c in chosen}
         known = [r for url in seeds if url not in taken and (r := store.get(url))]

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harvestman.batch import segments
-from harvestman.batch.crawldir import open_crawl_store, stored_seeds
+from harvestman.batch.crawldir import open_crawl_store
 from harvestman.batch.fetch_segment import cycle_schedule
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import ConfigError
@@ -42,6 +42,7 @@ from harvestman.net.hostkeys import HostKeys
 from harvestman.policy.ordering import RANKS
 from harvestman.policy.schedule import FetchSchedule
 from harvestman.policy.scope import Scope, followed_links
+from harvestman.store.crawldir import stored_seeds
 from harvestman.store.sqlite_store import SqliteStore
 
 MERGED_KEY = "merged_segments"

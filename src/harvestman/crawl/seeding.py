@@ -3,17 +3,17 @@ the seeds queued."""
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Callable
 
-from harvestman.model.config import CrawlConfig, crawl_settings
+from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import ConfigError, InvalidUrlError
 from harvestman.model.events import Event, EventKind
 from harvestman.model.records import NewUrl
 from harvestman.net.hostkeys import HostKeys
 from harvestman.net.urls import normalize
 from harvestman.policy.ordering import RANKS, SEED_SCORE
+from harvestman.store.crawldir import save_settings
 from harvestman.store.factory import is_postgres, store_location
 from harvestman.store.frontier import Store
 from harvestman.store.journal import RunJournal
@@ -58,7 +58,7 @@ async def store_seeds(frontier: Store, cfg: CrawlConfig, keys: HostKeys, journal
     if not seeds:
         raise ConfigError("no valid seed URL to start from")
     frontier.set_meta("seeds", "\n".join(seeds))
-    frontier.set_meta("settings", json.dumps(crawl_settings(cfg)))  # what `harvestman worker` takes
+    save_settings(frontier, cfg)  # what `harvestman worker`, `--resume` and `recrawl` take
     # On resume every seed is queued again (known ones are ignored): a run killed between storing
     # its seeds and queuing them must not resume into an empty crawl.
     queue = seeds if cfg.resume else new

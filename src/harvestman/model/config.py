@@ -669,14 +669,47 @@ def load_toml(path: Path) -> dict[str, Any]:
 # is the crawl's, stored in its database when it starts and taken from there by the workers.
 MACHINE_LOCAL = frozenset({"seeds", "out_dir", "db", "resume", "workers", "allow_net", "resolve", "quiet",
                            "log_json", "browser_path"})
+# Of those, what the machine that owns the crawl folder keeps with the crawl for its own later
+# commands (`--resume`, `recrawl`, the cycle's steps): a crawl of loopback hosts needs its
+# `--allow-net` and `--resolve` again, and must not lose them to a resume typed without them.
+MACHINE_KEPT = ("allow_net", "resolve", "workers", "browser_path")
+# What belongs to one run only: never taken back from the stored settings by a later run.
+RUN_ONLY = frozenset({"seeds", "out_dir", "db", "resume", "quiet", "log_json", "max_pages"})
+
+
+def _json_ready(value: Any) -> Any:
+    if isinstance(value, tuple):  # of strings, of (name, value) header pairs, or of --resolve pins
+        return [e.curl_form() if isinstance(e, ResolveEntry) else list(e) if isinstance(e, tuple) else e
+                for e in value]
+    return str(value) if isinstance(value, Path) else value
 
 
 def crawl_settings(cfg: CrawlConfig) -> dict[str, Any]:
     """The crawl-wide settings of `cfg` as JSON-ready values (what `config_from_mapping` reads back)."""
-    out: dict[str, Any] = {}
-    for name in sorted(_FIELDS - MACHINE_LOCAL):
-        value = getattr(cfg, name)
-        if isinstance(value, tuple):  # a tuple of strings, or of (name, value) header pairs
-            value = [list(item) if isinstance(item, tuple) else item for item in value]
-        out[name] = value
-    return out
+    return {name: _json_ready(getattr(cfg, name)) for name in sorted(_FIELDS - MACHINE_LOCAL)}
+
+
+def local_settings(cfg: CrawlConfig) -> dict[str, Any]:
+    """The settings of `cfg` the machine owning the crawl folder keeps with the crawl, JSON-ready."""
+    return {name: _json_ready(getattr(cfg, name)) for name in MACHINE_KEPT}
+
+
+def flag_name(setting: str) -> str:
+    """The command-line option of a setting, as messages name it."""
+    return {"obey_robots": "--ignore-robots", "verify_tls": "--insecure", "out_dir": "--out",
+            "focus_file": "--focus"}.get(setting, "--" + setting.replace("_", "-"))
+
+
+def merge_settings(stored: Mapping[str, Any], given: Mapping[str, Any]) -> tuple[CrawlConfig, list[str]]:
+    """A later run's config: defaults < the settings stored with the crawl (run-only ones left out)
+    < `given` (a config file's, then the command line's). With a note for each stored setting that
+    `given` changed."""
+    kept = {name: value for name, value in stored.items() if name not in RUN_ONLY}
+    before = config_from_mapping(kept)
+    after = config_from_mapping({**kept, **given})
+    notes = []
+    for name in sorted(flat_settings(given)):
+        if name in kept and name not in RUN_ONLY and getattr(before, name) != getattr(after, name):
+            old, new = _json_ready(getattr(before, name)), _json_ready(getattr(after, name))
+            notes.append(f"{flag_name(name)}: {new!r} replaces the crawl's stored {old!r}")
+    return after, notes

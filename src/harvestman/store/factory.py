@@ -37,6 +37,16 @@ def sqlite_path(location: str) -> Path:
     return Path(rest)
 
 
+def check_location(location: str) -> None:
+    """A ConfigError, before anything is created, when `location` names no database harvestman can
+    open here (an unknown scheme; PostgreSQL without psycopg installed)."""
+    if is_postgres(location):
+        import harvestman.store.postgres  # noqa: F401  # raises the ConfigError naming the install
+
+    else:
+        sqlite_path(location)
+
+
 def open_store(
     location: str,
     *,

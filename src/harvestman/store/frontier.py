@@ -182,6 +182,15 @@ class CrawlDb(Protocol):
         marked before and not given now are FETCHED again. Returns how many were marked."""
         ...
 
+    def failures(self) -> Iterator[UrlRecord]:
+        """Stream every URL that ended GONE, in insertion order (what a `--resume` may revive)."""
+        ...
+
+    def requeue(self, urls: Iterable[str]) -> int:
+        """Queue GONE URLs again as UNFETCHED, their failure forgotten (its cause was mended);
+        returns how many were GONE."""
+        ...
+
     def set_metadata(self, items: Iterable[tuple[str, Mapping[str, str]]]) -> int:
         """Merge keys into the metadata of known URLs (a seed's `key=value`s, a sitemap's lastmod);
         returns how many were known."""

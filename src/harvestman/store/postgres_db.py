@@ -251,6 +251,46 @@ class PostgresDb:
             " WHERE u.url = v.url",
             lambda b: ([x[0] for x in b], [int(x[1]) for x in b]))
 
+    def failures(self) -> Iterator[UrlRecord]:
+        """Stream every URL that ended GONE, in insertion order (what a `--resume` may revive)."""
+        last = 0
+        while True:
+            rows = self._read(
+                f"SELECT u.id, {RECORD_COLS} FROM urls u JOIN hosts h ON h.id = u.host_id"
+                " WHERE u.state = %s AND u.id > %s ORDER BY u.id LIMIT 1000", (int(UrlState.GONE), last))
+            if not rows:
+                return
+            last = rows[-1][0]
+            for row in rows:
+                yield row_to_record(row[1:])
+
+    def requeue(self, urls: Iterable[str]) -> int:
+        """Queue GONE URLs again as UNFETCHED, their failure forgotten (its cause was mended);
+        returns how many were GONE."""
+        done = 0
+        it = iter(urls)
+        while batch := sorted(islice(it, _BATCH)):
+            def work(conn: psycopg.Connection[Any], batch: list[str] = batch) -> int:
+                # The self-join reads each row as it was: whether it was queued, for the tallies.
+                rows = conn.execute(
+                    "UPDATE urls u SET state = %s, queued = TRUE, retries = 0, next_fetch_time = 0,"
+                    " lease_until = 0, http_status = 0, error_class = '', error_message = ''"
+                    " FROM urls o WHERE u.url = ANY(%s::text[]) AND u.state = %s AND o.id = u.id"
+                    " RETURNING u.host_id, o.queued",
+                    (int(UrlState.UNFETCHED), batch, int(UrlState.GONE))).fetchall()
+                if rows:
+                    queued = sum(1 for _, was in rows if not was)
+                    with conn.cursor() as cur:
+                        n = len(rows)
+                        changes = [(int(UrlState.GONE), -n), (int(UrlState.UNFETCHED), n), (QUEUED, queued)]
+                        cur.executemany("INSERT INTO tallies(what, n) VALUES (%s, %s)", changes)
+                    conn.execute("UPDATE hosts SET wake_at = 0 WHERE id = ANY(%s::int[])",
+                                 (sorted({int(r[0]) for r in rows}),))
+                return len(rows)
+
+            done += self._write(work)
+        return done
+
     def set_duplicates(self, pairs: Iterable[tuple[str, str]]) -> int:
         """Replace the crawl's duplicates: each (url, kept url) becomes DUPLICATE of the kept one; URLs
         marked before and not given now are FETCHED again. Returns how many were marked."""

@@ -75,6 +75,36 @@ class SqliteBulk(SqliteFile):
                     [(int(UrlState.DUPLICATE), kept, url, kept) for url, kept in batch]).rowcount
         return marked
 
+    def failures(self) -> Iterator[UrlRecord]:
+        """Stream every URL that ended GONE, in insertion order (what a `--resume` may revive)."""
+        last = 0
+        while True:
+            with self._reading():  # keyset pages: no read transaction held between yields
+                rows = self._read().execute(
+                    f"SELECT u.id, {self._record_cols} FROM urls u JOIN hosts h ON h.id = u.host_id"
+                    " WHERE u.state = ? AND u.id > ? ORDER BY u.id LIMIT 1000",
+                    (int(UrlState.GONE), last)).fetchall()
+            if not rows:
+                return
+            last = rows[-1][0]
+            for row in rows:
+                yield row_to_record(row[1:])
+
+    def requeue(self, urls: Iterable[str]) -> int:
+        """Queue GONE URLs again as UNFETCHED, their failure forgotten (its cause was mended);
+        returns how many were GONE."""
+        done = 0
+        for batch in _batches(urls):
+            with self._tx() as db:
+                hosts = [row[0] for url in batch for row in db.execute(
+                    "UPDATE urls SET state = ?, queued = 1, retries = 0, next_fetch_time = 0,"
+                    " lease_until = 0, http_status = 0, error_class = '', error_message = ''"
+                    " WHERE url = ? AND state = ?"
+                    " RETURNING host_id", (int(UrlState.UNFETCHED), url, int(UrlState.GONE)))]
+                db.executemany("UPDATE hosts SET wake_at = 0 WHERE id = ?", [(h,) for h in set(hosts)])
+                done += len(hosts)
+        return done
+
     def set_metadata(self, items: Iterable[tuple[str, Mapping[str, str]]]) -> int:
         """Merge keys into the metadata of known URLs; returns how many were known."""
         known = 0

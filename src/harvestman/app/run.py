@@ -1,0 +1,174 @@
+"""Running a crawl, for the command line and the server alike: the settings of a later run, the
+checks made before anything is created, the failures a resumed run mends, the run with its signals,
+and its verdict and exit status. Messages go to stderr; nothing here parses a command line."""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Callable, Collection, Mapping
+from pathlib import Path
+from typing import Any
+
+from harvestman.app.progress import ProgressDisplay, print_summary
+from harvestman.app.report import crawl_report
+from harvestman.app.seeds import check_seeds, run_verdict
+from harvestman.crawl.job import CrawlJob
+from harvestman.crawl.plugins import load_plugins, with_plugin_scorer
+from harvestman.crawl.stats import CrawlStats, deferred_note
+from harvestman.crawl.workers import NO_POLICIES, Policies
+from harvestman.model.config import MACHINE_LOCAL, CrawlConfig, config_from_mapping, merge_settings
+from harvestman.model.errors import ConfigError
+from harvestman.model.records import RunVerdict
+from harvestman.policy.ordering import check_ordering
+from harvestman.policy.revive import Revival
+from harvestman.store.crawldir import CrawlDir, read_settings, revive
+from harvestman.store.factory import check_location, is_postgres
+
+
+def say(line: str) -> None:
+    """A line for the user, on stderr."""
+    print(f"harvestman: {line}", file=sys.stderr)
+
+
+def resumed_config(given: Mapping[str, Any]) -> CrawlConfig:
+    """The settings of `--resume`: those stored with the crawl, with `given` (a config file's, then
+    the options') on top; each stored setting `given` changes is said. A crawl with no stored
+    settings yet (killed before its seeds were stored) takes `given` alone."""
+    cfg = config_from_mapping(given)
+    crawl = CrawlDir.of(cfg)
+    check_location(crawl.location)
+    if not crawl.holds_crawl():
+        return cfg
+    merged, notes = merge_settings(crawl.stored_settings(), given)
+    for note in notes:
+        say(f"{note} (kept for later runs)")
+    return merged
+
+
+def worker_config(db: str, out: Path, local: Mapping[str, Any]) -> CrawlConfig:
+    """The settings of a machine joining a shared crawl: the crawl's, stored in its database, and
+    this machine's own `local` ones (processes, address rules, display)."""
+    if not is_postgres(db):
+        raise ConfigError("harvestman worker joins a crawl kept in PostgreSQL (--db postgresql://...); a "
+                          "SQLite crawl database belongs to the one `harvestman crawl` that holds its lock")
+    crawl = CrawlDir(out, db)
+    store = crawl.open(read_only=True)
+    try:
+        stored = read_settings(store, machine=False)
+    finally:
+        store.close()
+    if not stored:
+        raise ConfigError(f"no crawl in {crawl.name} yet: start one with "
+                          f"`harvestman crawl SEED... --db {crawl.name} --out DIR`")
+    wrong = sorted(set(local) - MACHINE_LOCAL)
+    if wrong:
+        raise ConfigError(f"a worker takes the crawl's settings from its database, not {wrong[0]!r}")
+    return config_from_mapping({**stored, **local, "out_dir": out, "db": db})
+
+
+def check_before_creating(cfg: CrawlConfig) -> None:
+    """Refuse, before anything is created, a run that cannot start: `--out` naming a file, a
+    database that cannot be opened here, no usable seed, or `--resume` of a folder that holds no
+    crawl. Notes on the seeds go to stderr."""
+    crawl = CrawlDir.of(cfg)
+    if crawl.path.exists() and not crawl.path.is_dir():
+        raise ConfigError(f"--out {crawl.path} is a file, not a folder: name a new or an existing "
+                          "output folder")
+    check_location(crawl.location)
+    if cfg.render != "never" or cfg.render_rules:
+        from harvestman.fetch.browser import check_browser  # only a crawl that renders loads it
+
+        check_browser(cfg.browser_path)
+    seeds = check_seeds(cfg.seeds, max_length=cfg.max_url_length)
+    for note in seeds.notes:
+        say(note)
+    if seeds.valid:
+        return
+    if not cfg.resume:
+        raise ConfigError("no valid seed URL to start from")
+    if not crawl.holds_crawl():
+        raise ConfigError(f"nothing to resume: {crawl.path} holds no crawl (no crawl.db there); name "
+                          "seed URLs to start one")
+
+
+def revive_failures(cfg: CrawlConfig, retry: Collection[str] = ()) -> Revival:
+    """Queue again the failed URLs of a resumed crawl that `cfg` mends (or `retry` names); said."""
+    crawl = CrawlDir.of(cfg)
+    store = crawl.open(cfg)
+    try:
+        revived = revive(store, cfg, retry)
+    finally:
+        store.close()
+    if revived.urls and not cfg.quiet:
+        say(revived.note())
+    return revived
+
+
+class _StopOnSignal:
+    """Ctrl-C or SIGTERM: the first lets fetches in flight finish, a second abandons them (resumable)."""
+
+    def __init__(self, stop: Callable[..., None], quiet: bool) -> None:
+        self._stop = stop
+        self._quiet = quiet
+        self._signals = 0
+
+    def __call__(self) -> None:
+        self._signals += 1
+        self._stop(abandon=self._signals > 1)
+        if self._signals == 1 and not self._quiet:
+            say("stopping after the fetches in flight (Ctrl-C again to abandon them)")
+
+
+def finish(cfg: CrawlConfig, stats: CrawlStats, verdict: RunVerdict) -> int:
+    """After a run: the summary, then (on stderr) what waits beyond --max-wait and why nothing was
+    fetched, if so; the exit status."""
+    if not cfg.quiet and not cfg.log_json:
+        print_summary(crawl_report(cfg.out_dir, cfg.db))
+    if stats.deferred:
+        say(deferred_note(stats.deferred, stats.deferred_until, cfg.max_wait, stats.deferred_revisits))
+    for line in verdict.lines:
+        say(line)
+    return verdict.exit_status
+
+
+def run_crawl(cfg: CrawlConfig, policies: Policies = NO_POLICIES, *, join: bool = False,
+              retry_failed: Collection[str] = ()) -> int:
+    """Run one crawl with a progress display and a summary; Ctrl-C stops it cleanly.
+
+    `policies`: a link scorer and a fetch schedule, for every process of the crawl. With `join`,
+    work on a crawl started elsewhere (its seeds are not given again). A resumed crawl first queues
+    again the failures its settings mend, and those of the `retry_failed` error classes.
+    """
+    # Plugins load here first, so that an unknown or broken one is refused before anything starts.
+    check_ordering(cfg.ordering, with_plugin_scorer(policies.scorer, load_plugins(cfg.plugins)))
+    if join:
+        out = Path(cfg.out_dir)
+        if out.exists() and not out.is_dir():
+            raise ConfigError(f"--out {out} is a file, not a folder: name a new or an existing output folder")
+    else:
+        check_before_creating(cfg)
+        if cfg.resume and CrawlDir.of(cfg).holds_crawl():
+            revive_failures(cfg, retry_failed)
+    job = CrawlJob(cfg, verdict=lambda folder: run_verdict(folder, cfg.db), join=join, policies=policies)
+    on_signal = _StopOnSignal(job.stop, cfg.quiet)
+    previous = {sig: signal.signal(sig, lambda _sig, _frame: on_signal())
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        job.start()  # before the display's thread: worker processes are forked
+        try:
+            if cfg.quiet or cfg.log_json:
+                job.wait()
+            else:
+                with ProgressDisplay(job.stats):
+                    job.wait()
+        except BaseException:  # the run must not go on unwatched
+            job.stop(abandon=True)
+            job.wait()
+            raise
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    status = job.result()
+    assert status.verdict is not None
+    return finish(cfg, job.stats, status.verdict)

@@ -1,0 +1,179 @@
+"""The second command on a crawl: `--resume` and `recrawl` take the first run's settings from the
+crawl, failures whose cause was mended are fetched again, and bad set-ups are refused before
+anything is created. Every crawl here is of nginx on loopback; names are pinned with --resolve,
+and the one test that runs without its pins does so behind a private resolver."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.support.crawlcheck import interrupt_cli, run_cli
+from tests.support.fakedns import FakeDns, require_private_resolver
+from tests.support.nginx import NginxServer, free_port, require_nginx
+from tests.support.sitegen import SiteSpec, generate_site
+
+SLOW = "127.3.0.2"  # many pages: a crawl slow enough to stop midway
+SMALL = "127.3.0.3"  # a few pages, one of them missing (404), one kept out by robots.txt
+ALLOW = ["--allow-net", "127.3.0.0/16"]
+NAME = "site.test"  # SMALL's name in the crawls that use one
+
+
+@dataclass(frozen=True)
+class Web:
+    server: NginxServer
+    slow: SiteSpec
+
+    def small(self, path: str = "/", host: str = SMALL) -> str:
+        return self.server.url(host, path)
+
+
+@pytest.fixture(scope="module")
+def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Web]:
+    require_nginx()
+    root = tmp_path_factory.mktemp("www")
+    port = free_port(SLOW)
+    slow = generate_site(root, [SLOW], 40, 3, seed=7, port=port, broken_per_host=0)
+    small = root / SMALL
+    (small / "private").mkdir(parents=True)
+    (small / "index.html").write_text(
+        '<html><head><title>home</title></head><body><a href="/a.html">a</a> <a href="/gone.html">gone</a>'
+        ' <a href="/private/p.html">p</a></body></html>')
+    (small / "a.html").write_text("<html><head><title>a</title></head><body>page a</body></html>")
+    (small / "private" / "p.html").write_text("<html><body>private</body></html>")
+    (small / "robots.txt").write_text("User-agent: *\nDisallow: /private/\n")
+    with NginxServer(root, [SLOW, SMALL], port) as server:
+        yield Web(server, slow)
+
+
+def status(out: Path) -> dict[str, object]:
+    done = run_cli("status", str(out), "--json")
+    assert done.returncode == 0, done.stderr
+    report: dict[str, object] = json.loads(done.stdout)
+    return report
+
+
+def states(out: Path) -> dict[str, int]:
+    found = status(out)["states"]
+    assert isinstance(found, dict)
+    return found
+
+
+def rows(out: Path) -> dict[str, dict[str, object]]:
+    done = run_cli("export", str(out), "--format", "jsonl", "--output", str(out / "rows.jsonl"))
+    assert done.returncode == 0, done.stderr
+    lines = (out / "rows.jsonl").read_text().splitlines()
+    return {row["url"]: row for row in map(json.loads, lines)}
+
+
+def requested(web: Web, since: int) -> list[str]:
+    time.sleep(0.05)  # nginx logs just after it answers
+    return [e.uri for e in web.server.requests()[since:] if e.uri != "/robots.txt"]
+
+
+def test_resume_without_the_first_runs_flags_keeps_them(web: Web, tmp_path: Path) -> None:
+    """Finding 1: `--resume` typed without `--allow-net` used to end every URL left `gone`."""
+    out = tmp_path / "out"
+    before = len(web.server.requests())
+    stopped = interrupt_cli("crawl", *web.slow.seeds, "--out", str(out), *ALLOW, "-q", "--per-host", "1",
+                            "--delay", "0.1", wait=20, timeout=10,
+                            ready=lambda _pid: len(web.server.requests()) - before >= 6)
+    assert stopped.returncode == 0, stopped.stderr
+    assert states(out)["unfetched"] > 0, "the crawl ended before Ctrl-C could stop it"
+
+    done = run_cli("crawl", "--out", str(out), "--resume", "-q")
+    assert done.returncode == 0, done.stderr
+    found = states(out)
+    assert found["unfetched"] == 0 and found["fetched"] == len(web.slow.reachable)
+    assert status(out)["errors"] == {"robots": len(web.slow.disallowed)}  # no blocked_address
+
+
+def test_a_flag_given_on_resume_replaces_the_stored_one_and_says_so(web: Web, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    first = run_cli("crawl", web.small(), "--out", str(out), *ALLOW, "-q", "--max-depth", "0")
+    assert first.returncode == 0, first.stderr
+    assert set(rows(out)) == {web.small()}
+    done = run_cli("crawl", "--out", str(out), "--resume", "-q", "--max-depth", "1")
+    assert done.returncode == 0, done.stderr
+    assert "--max-depth: 1 replaces the crawl's stored 0" in done.stderr
+    again = run_cli("crawl", "--out", str(out), "--resume", "-q")  # kept: nothing to say
+    assert again.returncode == 0 and "replaces" not in again.stderr, again.stderr
+
+
+def test_a_seed_refused_for_a_missing_allow_net_is_fetched_once_it_is_given(web: Web, tmp_path: Path) -> None:
+    """Finding 3: the URL stayed dead (exit 4, the same hint) after `--resume --allow-net`."""
+    out = tmp_path / "out"
+    refused = run_cli("crawl", web.small(), "--out", str(out), "-q")
+    assert refused.returncode == 4, refused.stderr
+    assert rows(out)[web.small()]["error_class"] == "blocked_address"
+
+    since = len(web.server.requests())
+    done = run_cli("crawl", "--out", str(out), "--resume", *ALLOW)
+    assert done.returncode == 0, done.stderr
+    assert "1 failed URLs queued again (1 --allow-net allows them)" in done.stderr
+    assert sorted(requested(web, since)) == ["/", "/a.html", "/gone.html"]
+    found = rows(out)
+    assert found[web.small()]["state"] == "fetched" and found[web.small("/a.html")]["state"] == "fetched"
+    # Kept for later runs: a resume typed without the flag revives nothing and refuses nothing.
+    again = run_cli("crawl", "--out", str(out), "--resume", "-q")
+    assert again.returncode == 0 and "queued again" not in again.stderr, again.stderr
+
+
+def test_robots_and_retry_failed_revive_what_they_name(web: Web, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    first = run_cli("crawl", web.small(), "--out", str(out), *ALLOW, "-q")
+    assert first.returncode == 0, first.stderr
+    found = rows(out)
+    assert found[web.small("/private/p.html")]["error_class"] == "robots"
+    assert found[web.small("/gone.html")]["error_class"] == "http_404"
+
+    since = len(web.server.requests())
+    done = run_cli("crawl", "--out", str(out), "--resume", "--ignore-robots", "--retry-failed", "http_4xx")
+    assert done.returncode != 2, done.stderr
+    assert "2 failed URLs queued again" in done.stderr
+    assert sorted(requested(web, since)) == ["/gone.html", "/private/p.html"]
+    assert rows(out)[web.small("/private/p.html")]["state"] == "fetched"
+
+    bad = run_cli("crawl", "--out", str(out), "--resume", "--retry-failed", "no such class")
+    assert bad.returncode == 2 and "--retry-failed" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_recrawl_takes_the_crawls_resolve_pins_and_asks_no_resolver(web: Web, tmp_path: Path) -> None:
+    """Finding 2: `recrawl --all` without `--resolve` marked every page gone (dns), asking the
+    system's resolver for the crawl's names. Here a private resolver answers NXDOMAIN to all."""
+    out = tmp_path / "out"
+    port = web.server.port
+    seed = f"http://{NAME}:{port}/"
+    first = run_cli("crawl", seed, "--out", str(out), *ALLOW, "--resolve", f"{NAME}:{port}:{SMALL}", "-q")
+    assert first.returncode == 0, first.stderr
+    fetched = states(out)["fetched"]
+    assert fetched == 2  # the home page and /a.html
+    with FakeDns({}) as dns:
+        prefix = require_private_resolver(dns, tmp_path)
+        args = [*prefix, sys.executable, "-m", "harvestman.app.cli", "recrawl", str(out), "--all", "--json"]
+        done = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr
+        assert not dns.queries_for(NAME)
+    report = json.loads(done.stdout)
+    assert report["checked"] == fetched and report["gone"] == 0
+    assert states(out)["fetched"] + states(out)["not_modified"] == fetched
+
+
+def test_postgres_without_psycopg_is_refused_before_anything_is_created(tmp_path: Path) -> None:
+    """Finding 11: `crawl --db postgresql://...` without psycopg made DIR/warc/ before refusing."""
+    out = tmp_path / "out"
+    code = ("import sys; sys.modules['psycopg'] = None\n"  # as if it were not installed
+            "from harvestman.app.cli import main\n"
+            f"sys.exit(main(['crawl', 'http://127.3.0.3/', '--db', 'postgresql://u@127.0.0.1/x', "
+            f"'--out', {str(out)!r}]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2, done.stderr
+    assert "pip install 'harvestman[postgres]'" in done.stderr and "Traceback" not in done.stderr
+    assert not out.exists()
