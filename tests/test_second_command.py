@@ -173,7 +173,8 @@ def test_postgres_without_psycopg_is_refused_before_anything_is_created(tmp_path
             "from harvestman.app.cli import main\n"
             f"sys.exit(main(['crawl', 'http://127.3.0.3/', '--db', 'postgresql://u@127.0.0.1/x', "
             f"'--out', {str(out)!r}]))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                          check=False)
     assert done.returncode == 2, done.stderr
     assert "pip install 'harvestman[postgres]'" in done.stderr and "Traceback" not in done.stderr
     assert not out.exists()
