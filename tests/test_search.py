@@ -4,6 +4,7 @@ anchor texts), `harvestman index` builds the index and `harvestman search` queri
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -11,6 +12,8 @@ import pyarrow.parquet as pq
 import pytest
 
 import harvestman
+from harvestman.index import querylang
+from harvestman.index.querylang import AllOf, AnyOf, Boost, Clauses, Must, Not, Phrase, Word, parse_query
 from harvestman.index.search import SearchHit, SearchResults
 from harvestman.model.errors import QueryError
 from tests.support.crawlcheck import run_cli
@@ -170,3 +173,75 @@ def test_missing_index_and_crawl_are_clear_errors(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "holds no crawl" in bad.stderr
     bad = run_cli("export", str(tmp_path), "--what", "index", "--format", "opensearch")
     assert bad.returncode == 2 and "no search index" in bad.stderr
+
+
+# The query language (index/querylang.py): parsed without an index.
+
+@pytest.mark.parametrize(("query", "tree"), [
+    ("socket AND NOT asyncio", AllOf((Word("socket"), Not(Word("asyncio"))))),
+    ("socket NOT asyncio", Clauses((Word("socket"), Not(Word("asyncio"))))),
+    ("socket -asyncio", Clauses((Word("socket"), Not(Word("asyncio"))))),
+    ("sock*", Word("sock", prefix=True)),
+    ("title:sock* +web", Clauses((Word("sock", "title", prefix=True), Must(Word("web"))))),
+    ("a b AND c OR d", Clauses((Word("a"), AnyOf((AllOf((Word("b"), Word("c"))), Word("d")))))),
+    ('(a OR "b c")^2 NOT d', Clauses((Boost(AnyOf((Word("a"), Phrase("b c"))), 2.0), Not(Word("d"))))),
+    ("title:(a OR b)", AnyOf((Word("a", "title"), Word("b", "title")))),
+    ("url:http://x/a-b and", Clauses((Word("http://x/a-b", "url"), Word("and")))),
+])
+def test_the_query_language_parses_as_a_user_reads_it(query: str, tree: object) -> None:
+    assert parse_query(query) == tree
+
+
+@pytest.mark.parametrize(("query", "reason"), [
+    ("*", "* alone"), ("*sock", "only a trailing *"), ("so*ck", "only a trailing *"),
+    ("sock**", "only a trailing *"), ('"sock*"', "inside quotes"), ("list.so*", "one word"),
+    ("(socket", "'(' is not closed"), ("socket)", "')' without"), ("a (b))", "')' without"),
+    ("()", "empty parentheses"), ('"open phrase', "quotes"), ('a "b" "c', "quotes"),
+    ("socket AND", "both sides"), ("AND socket", "both sides"), ("a OR OR b", "both sides"),
+    ("a AND NOT", "NOT needs"), ("a - b", "right before"), ("NOT asyncio", "only leaves pages out"),
+    ("-a -b", "only leaves pages out"), ("socket OR NOT asyncio", "OR cannot join"),
+    ("socket && !asyncio", "operators are"), ("!asyncio a", "operators are"), ("a ...", "no letter"),
+    ("nosuchfield:word", "unknown field"), ("title: word", "followed directly"), ("x^y", "a number"),
+    ("a ^2", "boost"), ("   ", "empty query"),
+])
+def test_syntax_the_language_cannot_take_is_a_query_error(query: str, reason: str) -> None:
+    with pytest.raises(QueryError, match=re.escape(reason)) as caught:
+        parse_query(query)
+    assert "\n" not in str(caught.value)
+
+
+def test_and_not_prefixes_and_the_sql_search_over_a_real_index(crawled: tuple[Path, dict[str, str]]) -> None:
+    out, site = crawled
+    without_lists = {site["front"], site["rust"], site["copy"]}
+    for query in ("python AND NOT lists", "python NOT lists", "python -lists", "python AND -lists",
+                  "(python OR tutorial) AND NOT (lists OR sorted)"):
+        assert set(urls(search_json(out, query))) == without_lists, query
+    assert urls(search_json(out, "sav*")) == [site["secret"]]  # savanna
+    assert urls(search_json(out, "sort* -snakes")) == [site["python"]]  # sort, sorted, sorting
+    assert set(urls(search_json(out, "pyth*"))) == set(urls(search_json(out, "python")))
+    assert urls(search_json(out, "zzz*")) == []
+    assert urls(search_json(out, "anchor:zeb*")) == [site["secret"]]
+    # The SQL search() runs the same search.
+    done = run_cli("query", str(out), "SELECT url FROM search('python AND NOT lists') ORDER BY url",
+                   "--format", "json")
+    assert done.returncode == 0, done.stderr
+    assert {row["url"] for row in json.loads(done.stdout)} == without_lists
+
+
+@pytest.mark.parametrize("query", ["*", "*thon", "py*on", "python && !lists", "python OR NOT lists",
+                                   '"sav*"', "title: python"])
+def test_syntax_once_read_silently_is_one_line_and_exit_2(crawled: tuple[Path, dict[str, str]],
+                                                          query: str) -> None:
+    out, _ = crawled
+    bad = run_cli("search", str(out), query)
+    assert bad.returncode == 2, (bad.stdout, bad.stderr)
+    assert bad.stderr.startswith("harvestman: error: bad query ") and bad.stderr.count("\n") == 1, bad.stderr
+
+
+def test_a_prefix_of_too_many_words_is_refused_not_cut(crawled: tuple[Path, dict[str, str]],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    out, site = crawled
+    monkeypatch.setattr(querylang, "MAX_PREFIX_TERMS", 2)
+    with pytest.raises(QueryError, match="s\\* matches more than 2 different words"):
+        harvestman.search(out, "s*")
+    assert urls(harvestman.search(out, "sav*").as_dict()) == [site["secret"]]

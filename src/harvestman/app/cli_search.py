@@ -26,8 +26,8 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     search = subparsers.add_parser("search", help="search the crawl's full-text index: ranked pages")
     search.add_argument("dir", type=Path, metavar="DIR", help="the crawl folder")
     search.add_argument("query", metavar="QUERY",
-                        help='words, "phrases", AND/OR/NOT, field:term (title, headings, text, anchor, url, '
-                             "host, category)")
+                        help='words, "phrases", AND/OR/NOT, (groups), -word, prefix*, field:term (title, '
+                             "headings, text, anchor, url, host, category); see docs/search.md")
     search.add_argument("--limit", type=int, default=10, metavar="N", help="at most N hits (default 10)")
     search.add_argument("--site", metavar="HOST", help="only pages of this host (or host:port, or domain)")
     search.add_argument("--category", metavar="C", help="only pages of this category (from the features)")

@@ -14,6 +14,8 @@ SCHEMA_VERSION = 1
 # The fields a query searches when it names none, with their weights in the BM25 sum. A title or an
 # anchor text says what a page is about in a few words, so a word there counts more than in the text.
 FIELD_BOOSTS: dict[str, float] = {"title": 4.0, "headings": 2.0, "anchor": 2.0, "url": 1.5, "text": 1.0}
+# The untokenized fields (the whole value is one term): filters, matched as written.
+RAW_FIELDS = ("host", "category")
 # Words are lower-cased and stemmed (Porter, English) in the prose fields: "sorting" finds "sorted".
 _STEMMED = ("title", "headings", "text", "anchor")
 

@@ -1,7 +1,8 @@
 """Search a crawl's full-text index: ranked hits (BM25 over boosted fields) with highlighted snippets.
 
-The query language is tantivy's: words (any of them by default), "phrases", AND / OR / NOT, +must
-and -mustnot, field:term (title, headings, text, anchor, url, host, category), term^2 boosts.
+The query language (index/querylang.py, docs/search.md): words (any of them by default), "phrases",
+AND / OR / NOT and parentheses, +must and -mustnot, field:term (title, headings, text, anchor, url,
+host, category), prefix* queries, term^2 boosts.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harvestman.index.querylang import QueryBuilder, parse_query
 from harvestman.index.schema import FIELD_BOOSTS, open_index
 from harvestman.model.errors import ConfigError, QueryError
 
@@ -62,13 +64,7 @@ class SearchIndex:
 
     def parse(self, query: str, fields: Sequence[str] = tuple(FIELD_BOOSTS)) -> Any:
         """The tantivy query of a query string; a QueryError saying what is wrong with it."""
-        if not query.strip():
-            raise QueryError("empty query")
-        boosts = {f: FIELD_BOOSTS[f] for f in fields if f in FIELD_BOOSTS}
-        try:
-            return self._index.parse_query(query, list(fields), field_boosts=boosts)
-        except ValueError as exc:
-            raise QueryError(f"bad query {query!r}: {exc}") from None
+        return QueryBuilder(self._index, self._searcher, fields).build(parse_query(query))
 
     def search(self, query: str, *, limit: int = 10, site: str | None = None, category: str | None = None,
                fields: Sequence[str] = tuple(FIELD_BOOSTS)) -> SearchResults:

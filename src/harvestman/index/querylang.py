@@ -1,0 +1,379 @@
+"""The full-text search's query language: a query string parsed into a tree of frozen records (no
+index needed, so every syntax error is found before the index is opened), and that tree turned into
+a tantivy query over a crawl's index.
+
+The syntax (docs/search.md): words, "phrases", `field:word`, `field:"phrase"`, `field:(...)`,
+`word*` (every indexed word with that prefix), `^N` boosts, parentheses, `+must`, `-word` /
+`NOT word`, `AND`, `OR`. Binding, tightest first: NOT / - / +, then AND, then OR, then clauses side
+by side, which find pages matching any of them (more of them rank higher) less the pages their
+negated ones match: `a -b` == `a NOT b` == `a AND NOT b`. tantivy's own parser is not used for
+this: it reads `a AND NOT b` as "a, and a clause that only excludes" (which matches nothing) and
+silently drops a `*`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from harvestman.index.schema import FIELD_BOOSTS, RAW_FIELDS
+from harvestman.model.errors import QueryError
+
+# A prefix expands to the indexed words it starts; more than this many in one field is refused (and
+# the user told to give a longer prefix) rather than silently cut to some of them.
+MAX_PREFIX_TERMS = 1000
+QUERY_FIELDS = (*FIELD_BOOSTS, *RAW_FIELDS)
+OPERATORS = ("AND", "OR", "NOT")
+
+
+@dataclass(frozen=True, slots=True)
+class Word:
+    """A word, or with `prefix` every indexed word it starts (`sock*`); one that the field's
+    tokenizer splits in several (`list.sort`) is searched as a phrase."""
+
+    text: str
+    field: str | None = None
+    prefix: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Phrase:
+    """Words in this order ("borrow checker")."""
+
+    text: str
+    field: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Not:
+    """NOT clause, -clause: the pages it matches are left out."""
+
+    clause: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Must:
+    """+clause: every page found matches it."""
+
+    clause: Node
+
+
+@dataclass(frozen=True, slots=True)
+class Boost:
+    """clause^factor: its matches weigh `factor` times as much in the score."""
+
+    clause: Node
+    factor: float
+
+
+@dataclass(frozen=True, slots=True)
+class AllOf:
+    """a AND b AND ...: pages matching every clause."""
+
+    clauses: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AnyOf:
+    """a OR b OR ...: pages matching any clause."""
+
+    clauses: tuple[Node, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Clauses:
+    """Clauses side by side: pages matching any of the plain ones and every +must one, less those
+    matching a negated one."""
+
+    clauses: tuple[Node, ...]
+
+
+Node = Word | Phrase | Not | Must | Boost | AllOf | AnyOf | Clauses
+
+
+def excludes(node: Node) -> bool:
+    """Whether a clause only leaves pages out (NOT x, -x, NOT a AND NOT b): it finds none itself."""
+    if isinstance(node, Not):
+        return not excludes(node.clause)
+    if isinstance(node, Must | Boost):
+        return excludes(node.clause)
+    if isinstance(node, AllOf | AnyOf | Clauses):
+        return all(excludes(c) for c in node.clauses)
+    return False
+
+
+_TOKEN = re.compile(r"""
+    (?P<space>\s+)
+  | (?P<open>\() | (?P<close>\))
+  | (?P<phrase>"[^"]*") | (?P<quote>")
+  | (?P<boost>\^[0-9]+(?:\.[0-9]+)?)(?![^\s()])
+  | (?<![^\s()+-])(?P<field>[A-Za-z_][A-Za-z0-9_]*:)  # not inside a field's value: url:http://...
+  | (?P<sign>[+-])
+  | (?P<word>[^\s()"^]+)
+  | (?P<caret>\^)
+""", re.VERBOSE)
+
+
+@dataclass(frozen=True, slots=True)
+class _Token:
+    kind: str  # a group name of _TOKEN, or AND / OR / NOT
+    text: str
+    start: int
+    end: int
+
+
+def _tokens(query: str) -> list[_Token]:
+    found = []
+    for match in _TOKEN.finditer(query):
+        kind = match.lastgroup or ""
+        if kind == "space":
+            continue
+        text = match.group()
+        if kind == "word" and text in OPERATORS:
+            kind = text
+        found.append(_Token(kind, text, match.start(), match.end()))
+    return found
+
+
+class _Parser:
+    """Recursive descent over the tokens; one method per binding level."""
+
+    def __init__(self, query: str) -> None:
+        self.query = query
+        self.tokens = _tokens(query)
+        self.at = 0
+
+    def fail(self, reason: str) -> QueryError:
+        return QueryError(f"bad query {self.query!r}: {reason}")
+
+    def peek(self) -> _Token | None:
+        return self.tokens[self.at] if self.at < len(self.tokens) else None
+
+    def take(self) -> _Token:
+        token = self.tokens[self.at]
+        self.at += 1
+        return token
+
+    def attached(self, before: _Token) -> _Token | None:
+        """The next token when it follows `before` with no space between."""
+        token = self.peek()
+        return token if token is not None and token.start == before.end else None
+
+    def clauses(self, field: str | None) -> Node:
+        items: list[Node] = []
+        while (token := self.peek()) is not None and token.kind != "close":
+            items.append(self.any_of(field))
+        if not items:
+            raise self.fail("empty parentheses")
+        return items[0] if len(items) == 1 else Clauses(tuple(items))
+
+    def operands(self, operator: str, field: str | None) -> list[Node]:
+        """The clauses joined by `operator` (AND or OR), each parsed by the next tighter level."""
+        below = self.all_of if operator == "OR" else self.unary
+        items = [below(field)]
+        while (token := self.peek()) is not None and token.kind == operator:
+            self.take()
+            after = self.peek()
+            if after is None or after.kind in ("close", "AND", "OR"):
+                raise self.fail(f"{operator} needs a clause on both sides")
+            items.append(below(field))
+        return items
+
+    def any_of(self, field: str | None) -> Node:
+        items = self.operands("OR", field)
+        if len(items) == 1:
+            return items[0]
+        if any(excludes(c) for c in items):
+            # "a OR NOT b" would be every page but b's; say what to write instead of guessing.
+            raise self.fail("OR cannot join a NOT or -clause (write a NOT b, or (a OR b) NOT c)")
+        return AnyOf(tuple(items))
+
+    def all_of(self, field: str | None) -> Node:
+        items = self.operands("AND", field)
+        return items[0] if len(items) == 1 else AllOf(tuple(items))
+
+    def unary(self, field: str | None) -> Node:
+        token = self.peek()
+        if token is None:
+            raise self.fail("a clause is missing at the end")
+        if token.kind in ("AND", "OR"):
+            raise self.fail(f"{token.kind} needs a clause on both sides")
+        if token.kind in ("NOT", "sign"):
+            self.take()
+            after = self.peek() if token.kind == "NOT" else self.attached(token)
+            if after is None or after.kind in ("close", "AND", "OR"):
+                what = "NOT needs a clause after it" if token.kind == "NOT" else \
+                    f"{token.text} must stand right before the clause it marks ({token.text}word)"
+                raise self.fail(what)
+            inner = self.unary(field)
+            return Must(inner) if token.text == "+" else Not(inner)
+        return self.atom(field)
+
+    def atom(self, field: str | None) -> Node:
+        token = self.take()
+        node: Node
+        if token.kind == "open":
+            node = self.clauses(field)
+            if self.peek() is None:
+                raise self.fail("unbalanced parentheses: a '(' is not closed")
+            self.take()
+        elif token.kind == "field":
+            name = token.text[:-1]
+            if name not in QUERY_FIELDS:
+                raise self.fail(f"unknown field {name!r} (fields: {', '.join(QUERY_FIELDS)}; quote a "
+                                f"word holding a colon)")
+            after = self.attached(token)
+            if after is None or after.kind not in ("word", "phrase", "open"):
+                raise self.fail(f"{token.text} must be followed directly by a word, a \"phrase\" or (...)")
+            node = self.atom(name)
+        elif token.kind == "phrase":
+            node = self.phrase(token.text[1:-1], field)
+        elif token.kind == "word":
+            node = self.word(token.text, field)
+        elif token.kind == "close":
+            raise self.fail("unbalanced parentheses: a ')' without its '('")
+        elif token.kind == "quote":
+            raise self.fail('unbalanced quotes: a " is not closed')
+        elif token.kind == "boost":
+            raise self.fail(f"a boost ({token.text}) must directly follow a word, \"phrase\" or (...)")
+        else:
+            raise self.fail("^ must be followed by a number (a boost: word^2)")
+        boost = self.attached(token if token.kind != "open" else self.tokens[self.at - 1])
+        if boost is not None and boost.kind == "boost":
+            self.take()
+            node = Boost(node, float(boost.text[1:]))
+        return node
+
+    def phrase(self, text: str, field: str | None) -> Phrase:
+        if "*" in text:
+            raise self.fail("a * inside quotes is not a prefix: put the prefix outside them (sock*)")
+        self.searchable(f'"{text}"', text, field)
+        return Phrase(text, field)
+
+    def word(self, text: str, field: str | None) -> Word:
+        if text.startswith(("!", "&&", "||")):
+            raise self.fail(f"the operators are AND, OR and NOT (or -word, +word), not {text!r}")
+        stem, prefix = (text[:-1], True) if text.endswith("*") else (text, False)
+        if not stem:
+            raise self.fail("* alone is not a query: a prefix needs letters before the star (sock*)")
+        if "*" in stem:
+            raise self.fail(f"only a trailing * is understood (a prefix: sock*), not {text!r}")
+        self.searchable(text, stem, field)
+        if prefix and field not in RAW_FIELDS and not stem.isalnum():
+            raise self.fail(f"a prefix is one word of letters and digits (sock*), not {text!r}")
+        return Word(stem, field, prefix)
+
+    def searchable(self, shown: str, text: str, field: str | None) -> None:
+        """Refuse a word with nothing a tokenized field indexes (it would silently match nothing)."""
+        if field not in RAW_FIELDS and not any(c.isalnum() for c in text):
+            raise self.fail(f"{shown} holds no letter or digit to search for")
+
+
+def parse_query(query: str) -> Node:
+    """The tree of a query string; a one-line QueryError saying what is wrong with it."""
+    if not query.strip():
+        raise QueryError("empty query")
+    parser = _Parser(query)
+    tree = parser.clauses(None)
+    if parser.peek() is not None:  # clauses() stops only at the end or at a ')'
+        raise parser.fail("unbalanced parentheses: a ')' without its '('")
+    if excludes(tree):
+        raise parser.fail("it only leaves pages out (NOT, -): say what to find as well (python -snake)")
+    return tree
+
+
+class QueryBuilder:
+    """Turns query trees into tantivy queries over one opened index (its searcher: for prefixes)."""
+
+    def __init__(self, index: Any, searcher: Any, fields: Sequence[str] = tuple(FIELD_BOOSTS)) -> None:
+        self._index = index
+        self._searcher = searcher
+        self._schema = index.schema
+        self._fields = [f for f in fields if f in FIELD_BOOSTS]  # searched when a clause names none
+
+    def build(self, tree: Node) -> Any:
+        """The tantivy query of a tree parse_query returned (one that finds something)."""
+        query, negated = self._build(tree)
+        if negated:  # parse_query refuses these; a hand-made tree may not
+            raise QueryError("a query that only leaves pages out finds nothing")
+        return query
+
+    def _build(self, node: Node) -> tuple[Any, bool]:
+        """(query, negated): a negated clause's query matches the pages it leaves out."""
+        import tantivy
+
+        if isinstance(node, Word | Phrase):
+            prefix = isinstance(node, Word) and node.prefix
+            return (self._prefix if prefix else self._words)(node.text, node.field), False
+        if isinstance(node, Not):
+            query, negated = self._build(node.clause)
+            return query, not negated
+        if isinstance(node, Must):
+            return self._build(node.clause)
+        if isinstance(node, Boost):
+            query, negated = self._build(node.clause)
+            return tantivy.Query.boost_query(query, node.factor), negated
+        built = [(self._build(c), isinstance(c, Must)) for c in node.clauses]
+        found = [q for (q, negated), _ in built if not negated]
+        left_out = [q for (q, negated), _ in built if negated]
+        if isinstance(node, AnyOf):  # parse_query lets only all-positive ones through
+            if left_out:  # a hand-made tree's NOT a OR NOT b == NOT (a AND b)
+                return _boolean([(tantivy.Occur.Must, q) for q in left_out]), True
+            return _boolean([(tantivy.Occur.Should, q) for q in found]), False
+        if not found:  # NOT a AND NOT b, -a -b: NOT (a OR b)
+            return _boolean([(tantivy.Occur.Should, q) for q in left_out]), True
+        if isinstance(node, AllOf):
+            plain = [(tantivy.Occur.Must, q) for q in found]
+        else:
+            plain = [(tantivy.Occur.Must if must else tantivy.Occur.Should, q)
+                     for (q, negated), must in built if not negated]
+        return _boolean(plain + [(tantivy.Occur.MustNot, q) for q in left_out]), False
+
+    def _fields_of(self, field: str | None) -> list[str]:
+        return [field] if field else self._fields
+
+    def _words(self, text: str, field: str | None) -> Any:
+        """A word or phrase, tokenized (and stemmed) as each field's text was when indexed."""
+        import tantivy
+
+        if field in RAW_FIELDS:
+            return tantivy.Query.term_query(self._schema, field, text)
+        fields = self._fields_of(field)
+        # tantivy's parser is used only to tokenize a quoted phrase the index's way; a backslash is
+        # its escape inside quotes, and only punctuation to the tokenizer, so it becomes a space.
+        quoted = '"' + text.replace("\\", " ") + '"'
+        try:
+            return self._index.parse_query(quoted, fields, field_boosts={f: FIELD_BOOSTS[f] for f in fields})
+        except ValueError as exc:
+            raise QueryError(f"bad query word {text!r}: {exc}") from None
+
+    def _prefix(self, text: str, field: str | None) -> Any:
+        """Every indexed word starting with `text`, in each field searched (lower-cased where the
+        field's words are; a stemmed field holds stems: `sort*` finds sorted, sorting)."""
+        import tantivy
+
+        clauses = []
+        for name in self._fields_of(field):
+            start = text if name in RAW_FIELDS else text.lower()
+            terms = self._searcher.terms_with_prefix(name, start, limit=MAX_PREFIX_TERMS + 1)
+            if len(terms) > MAX_PREFIX_TERMS:
+                raise QueryError(f"bad query: {text}* matches more than {MAX_PREFIX_TERMS} different words "
+                                 f"in the field {name}; give a longer prefix")
+            weight = FIELD_BOOSTS.get(name, 1.0)
+            for term, _ in terms:
+                query = tantivy.Query.term_query(self._schema, name, term)
+                clauses.append(query if weight == 1.0 else tantivy.Query.boost_query(query, weight))
+        if not clauses:
+            return tantivy.Query.empty_query()
+        return _boolean([(tantivy.Occur.Should, q) for q in clauses])
+
+
+def _boolean(clauses: list[tuple[Any, Any]]) -> Any:
+    """A boolean query of (occur, query) clauses; a lone plain clause is its own query."""
+    import tantivy
+
+    if len(clauses) == 1 and clauses[0][0] != tantivy.Occur.MustNot:
+        return clauses[0][1]
+    return tantivy.Query.boolean_query(clauses)
