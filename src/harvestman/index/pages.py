@@ -5,6 +5,10 @@ writes `pages-w<worker>-<time>.parquet` parts as it goes (one per crawling proce
 take `pages.parquet` when it exists, else the parts; a URL met more than once keeps its last row.
 One row a page, with a `url` column: `search --category` and the `pages` table of `harvestman query`
 read this file.
+
+`harvestman classify DIR` fills the `category` and `category_probability` columns of the same rows
+(one table, so every reader finds a page's features and its category together). Computing the
+features again keeps them: a page keeps its category until classify runs again.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +30,7 @@ PAGES_FILE = "pages.parquet"
 PART_GLOB = "pages-*.parquet"
 BATCH_ROWS = 256  # rows buffered before a row group is written
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
+_CATEGORY_COLUMNS = ("url", "category", "category_probability")  # what stored_categories reads
 
 
 def schema() -> Any:
@@ -162,6 +168,31 @@ def read_pages(folder: Path) -> list[PageFeatures]:
     return list(pages.values())
 
 
+def stored_categories(folder: Path) -> dict[str, tuple[str, float]]:
+    """url -> (category, probability) of each page a classifier labelled, as stored in the crawl
+    folder: what `harvestman features` carries into the table it rewrites."""
+    import pyarrow.parquet as pq
+
+    found: dict[str, tuple[str, float]] = {}
+    for path in stored_files(folder):
+        try:
+            table = pq.read_table(str(path), columns=list(_CATEGORY_COLUMNS)).to_pydict()
+        except Exception as exc:  # pyarrow raises its own errors for a damaged file
+            raise StorageError(f"cannot read the categories in {path} (remove the file to compute the "
+                               f"features afresh): {exc}") from None
+        for url, category, probability in zip(*table.values(), strict=True):
+            if category:
+                found[url] = (category, probability or 0.0)
+    return found
+
+
+def _labelled(page: PageFeatures, known: tuple[str, float] | None) -> PageFeatures:
+    """`page` with the category (and probability) a classifier gave it before, unless it has one."""
+    if known is None or not known[0] or page.category:
+        return page
+    return replace(page, category=known[0], category_probability=known[1])
+
+
 def html_responses(folder: Path) -> Iterator[tuple[str, str, bytes]]:
     """(url, Content-Type header, body) of the last HTML 200 response of each URL in the crawl's WARC
     files (by WARC-Date, then file order), as `harvestman features` reads them."""
@@ -220,7 +251,8 @@ def features_from_warc(folder: Path, *, top_k: int = TOP_K) -> tuple[Path, int]:
         raise ConfigError(f"{folder} is not a crawl folder")
     if not warc_files(folder):
         raise ConfigError(f"{folder} holds no WARC files (DIR/warc/*.warc.gz, DIR/segments/*/warc/)")
-    pages = (extract_features(html_text(body, ctype), url, top_k=top_k)
+    kept = stored_categories(folder)  # read whole before the table is replaced
+    pages = (_labelled(extract_features(html_text(body, ctype), url, top_k=top_k), kept.get(url))
              for url, ctype, body in html_responses(folder))
     path = pages_path(folder)
     return path, write_pages(pages, path)
