@@ -135,6 +135,39 @@ def test_features_after_classify_keep_the_categories(crawled: tuple[Path, Path, 
     _features_keep(folder, classified, tmp_path)
 
 
+def test_crawl_with_features_classify_crawl_on_then_features(
+        crawled: tuple[Path, Path, dict[str, str], str], tmp_path: Path) -> None:
+    _out, site, labels, _base = crawled
+    folder = tmp_path / "crawl"
+    cats = tmp_path / "cats.toml"  # files only: the first crawl stores too few pages to name URLs
+    cats.write_text("\n".join(f'[[category]]\nname = "{name}"\nexamples = ["{site}/{name}/p[0-4].html"]\n'
+                              for name in VOCABULARY), encoding="utf-8")
+    with NginxServer(site.parent, [HOST], free_port(HOST)) as server:
+        base = server.url(HOST, "/")
+        crawl = ("crawl", base, "--out", str(folder), "--allow-net", NET, "-q", "--workers", "1",
+                 "--features")
+        done = run_cli(*crawl, "--max-pages", "10")
+        assert done.returncode == 0, done.stderr
+        done = run_cli("classify", str(folder), "--categories", str(cats))
+        assert done.returncode == 0, done.stderr
+        first = _table(folder)
+        assert 0 < len(first) < len(labels) and any(row["category"] for row in first.values())
+        # The crawl goes on: the pages it adds join the classified ones, which keep their categories.
+        done = run_cli(*crawl, "--resume", "--max-pages", "100")
+        assert done.returncode == 0, done.stderr
+    exported = _exported(folder, tmp_path / "pages.jsonl")
+    assert set(exported) == {base, *(base + path for path in labels)}
+    assert all(exported[url] == row for url, row in first.items())
+    assert all(row["category"] is None for url, row in exported.items() if url not in first)
+
+    done = run_cli("classify", str(folder), "--categories", str(cats))
+    assert done.returncode == 0, done.stderr
+    classified = _table(folder)
+    assert set(classified) == set(exported)
+    assert sum(bool(row["category"]) for row in classified.values()) > len(classified) // 2
+    _features_keep(folder, classified, tmp_path)
+
+
 BAD_FILES = [
     ("[[category]\nname=", "is not valid TOML"),
     ('title = "x"\n', "no categories"),

@@ -2,7 +2,8 @@
 
 `harvestman features DIR` writes `pages.parquet` from the WARC files; a crawl with `--features`
 writes `pages-w<worker>-<time>.parquet` parts as it goes (one per crawling process and run). Readers
-take `pages.parquet` when it exists, else the parts; a URL met more than once keeps its last row.
+take `pages.parquet` and the parts closed after it; a URL met more than once keeps its last row
+(and an earlier row's category when the last has none).
 One row a page, with a `url` column: `search --category` and the `pages` table of `harvestman query`
 read this file.
 
@@ -139,12 +140,15 @@ def pages_path(folder: Path) -> Path:
 
 
 def stored_files(folder: Path) -> list[Path]:
-    """The files that hold the crawl's features: pages.parquet if any, else the crawl's parts."""
+    """The files that hold the crawl's features, oldest first: pages.parquet if any, and the crawl's
+    parts closed after it (a crawl with --features after `features` or `classify` wrote it)."""
     whole = pages_path(folder)
-    if whole.is_file():
-        return [whole]
-    parts = Path(folder) / FEATURES_DIR
-    return sorted(parts.glob(PART_GLOB), key=lambda p: (p.stat().st_mtime_ns, p.name))
+    parts = sorted((Path(folder) / FEATURES_DIR).glob(PART_GLOB),
+                   key=lambda p: (p.stat().st_mtime_ns, p.name))
+    if not whole.is_file():
+        return parts
+    since = whole.stat().st_mtime_ns
+    return [whole, *(part for part in parts if part.stat().st_mtime_ns > since)]
 
 
 def read_pages(folder: Path) -> list[PageFeatures]:
@@ -163,8 +167,11 @@ def read_pages(folder: Path) -> list[PageFeatures]:
         except Exception as exc:  # pyarrow raises its own errors for a damaged file
             raise StorageError(f"cannot read {path}: {exc}") from None
         for row in rows:
-            pages.pop(row["url"], None)  # the last row of a URL, in the order they were written
-            pages[row["url"]] = from_row(row)
+            page = from_row(row)
+            earlier = pages.pop(page.url, None)  # the last row of a URL, in the order they were written
+            if earlier is not None:  # a crawl's later part has no category: the earlier one stands
+                page = _labelled(page, (earlier.category, earlier.category_probability))
+            pages[page.url] = page
     return list(pages.values())
 
 
