@@ -3,7 +3,10 @@ accuracy on held-out pages; the model saved and reused; bad category files refus
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
+from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
@@ -92,6 +95,77 @@ def test_one_category_with_negative_examples(crawled: tuple[Path, Path, dict[str
     rows = {row["url"]: row for row in pq.read_table(out / FEATURES_DIR / PAGES_FILE).to_pylist()}
     assert rows[f"{base}course/p9.html"]["category"] == "course"
     assert rows[f"{base}research/p9.html"]["category"] is None  # most like the negative examples
+
+
+def _table(folder: Path) -> dict[str, dict[str, Any]]:
+    return {row["url"]: row for row in pq.read_table(folder / FEATURES_DIR / PAGES_FILE).to_pylist()}
+
+
+def _exported(folder: Path, target: Path) -> dict[str, dict[str, Any]]:
+    done = run_cli("export", str(folder), "--what", "pages", "--format", "jsonl", "--output", str(target))
+    assert done.returncode == 0, done.stderr
+    return {row["url"]: row for row in map(json.loads, target.read_text().splitlines())}
+
+
+def _features_keep(folder: Path, classified: dict[str, dict[str, Any]], tmp_path: Path) -> None:
+    """`harvestman features`, run twice, leaves every row as classify wrote it, export included."""
+    for _ in range(2):
+        done = run_cli("features", str(folder))
+        assert done.returncode == 0, done.stderr
+        assert _table(folder) == classified
+        assert _exported(folder, tmp_path / "pages.jsonl") == classified
+
+
+def test_features_after_classify_keep_the_categories(crawled: tuple[Path, Path, dict[str, str], str],
+                                                    tmp_path: Path) -> None:
+    out, site, _labels, base = crawled
+    folder = tmp_path / "crawl"
+    shutil.copytree(out, folder)
+    cats = _categories_file(tmp_path / "cats.toml", site, base)
+    done = run_cli("classify", str(folder), "--categories", str(cats))
+    assert done.returncode == 0, done.stderr
+    classified = _table(folder)
+    assert sum(bool(row["category"]) for row in classified.values()) > len(classified) // 2
+    _features_keep(folder, classified, tmp_path)
+
+    # classify -> features -> classify: the saved model gives the same rows again, and features after.
+    done = run_cli("classify", str(folder), "--model", str(folder / "classifier"))
+    assert done.returncode == 0, done.stderr
+    assert _table(folder) == classified
+    _features_keep(folder, classified, tmp_path)
+
+
+def test_crawl_with_features_classify_crawl_on_then_features(
+        crawled: tuple[Path, Path, dict[str, str], str], tmp_path: Path) -> None:
+    _out, site, labels, _base = crawled
+    folder = tmp_path / "crawl"
+    cats = tmp_path / "cats.toml"  # files only: the first crawl stores too few pages to name URLs
+    cats.write_text("\n".join(f'[[category]]\nname = "{name}"\nexamples = ["{site}/{name}/p[0-4].html"]\n'
+                              for name in VOCABULARY), encoding="utf-8")
+    with NginxServer(site.parent, [HOST], free_port(HOST)) as server:
+        base = server.url(HOST, "/")
+        crawl = ("crawl", base, "--out", str(folder), "--allow-net", NET, "-q", "--workers", "1",
+                 "--features")
+        done = run_cli(*crawl, "--max-pages", "10")
+        assert done.returncode == 0, done.stderr
+        done = run_cli("classify", str(folder), "--categories", str(cats))
+        assert done.returncode == 0, done.stderr
+        first = _table(folder)
+        assert 0 < len(first) < len(labels) and any(row["category"] for row in first.values())
+        # The crawl goes on: the pages it adds join the classified ones, which keep their categories.
+        done = run_cli(*crawl, "--resume", "--max-pages", "100")
+        assert done.returncode == 0, done.stderr
+    exported = _exported(folder, tmp_path / "pages.jsonl")
+    assert set(exported) == {base, *(base + path for path in labels)}
+    assert all(exported[url] == row for url, row in first.items())
+    assert all(row["category"] is None for url, row in exported.items() if url not in first)
+
+    done = run_cli("classify", str(folder), "--categories", str(cats))
+    assert done.returncode == 0, done.stderr
+    classified = _table(folder)
+    assert set(classified) == set(exported)
+    assert sum(bool(row["category"]) for row in classified.values()) > len(classified) // 2
+    _features_keep(folder, classified, tmp_path)
 
 
 BAD_FILES = [

@@ -15,7 +15,8 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     """Add the page commands to the `harvestman` parser."""
     features = subparsers.add_parser(
         "features", help="each HTML page's features (text, sentences, tag counts, n-grams, language, "
-                         "headings) from the crawl's WARC files, into DIR/features/pages.parquet")
+                         "headings) from the crawl's WARC files, into DIR/features/pages.parquet (keeping "
+                         "the categories classify gave)")
     features.add_argument("dir", type=Path, metavar="DIR", help="the crawl folder")
     features.add_argument("--top-k", type=int, default=20, metavar="K",
                           help="word n-grams kept of each order 1-3, most frequent first (default 20)")

@@ -2,9 +2,14 @@
 
 `harvestman features DIR` writes `pages.parquet` from the WARC files; a crawl with `--features`
 writes `pages-w<worker>-<time>.parquet` parts as it goes (one per crawling process and run). Readers
-take `pages.parquet` when it exists, else the parts; a URL met more than once keeps its last row.
+take `pages.parquet` and the parts closed after it; a URL met more than once keeps its last row
+(and an earlier row's category when the last has none).
 One row a page, with a `url` column: `search --category` and the `pages` table of `harvestman query`
 read this file.
+
+`harvestman classify DIR` fills the `category` and `category_probability` columns of the same rows
+(one table, so every reader finds a page's features and its category together). Computing the
+features again keeps them: a page keeps its category until classify runs again.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +31,7 @@ PAGES_FILE = "pages.parquet"
 PART_GLOB = "pages-*.parquet"
 BATCH_ROWS = 256  # rows buffered before a row group is written
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
+_CATEGORY_COLUMNS = ("url", "category", "category_probability")  # what stored_categories reads
 
 
 def schema() -> Any:
@@ -133,12 +140,15 @@ def pages_path(folder: Path) -> Path:
 
 
 def stored_files(folder: Path) -> list[Path]:
-    """The files that hold the crawl's features: pages.parquet if any, else the crawl's parts."""
+    """The files that hold the crawl's features, oldest first: pages.parquet if any, and the crawl's
+    parts closed after it (a crawl with --features after `features` or `classify` wrote it)."""
     whole = pages_path(folder)
-    if whole.is_file():
-        return [whole]
-    parts = Path(folder) / FEATURES_DIR
-    return sorted(parts.glob(PART_GLOB), key=lambda p: (p.stat().st_mtime_ns, p.name))
+    parts = sorted((Path(folder) / FEATURES_DIR).glob(PART_GLOB),
+                   key=lambda p: (p.stat().st_mtime_ns, p.name))
+    if not whole.is_file():
+        return parts
+    since = whole.stat().st_mtime_ns
+    return [whole, *(part for part in parts if part.stat().st_mtime_ns > since)]
 
 
 def read_pages(folder: Path) -> list[PageFeatures]:
@@ -157,9 +167,37 @@ def read_pages(folder: Path) -> list[PageFeatures]:
         except Exception as exc:  # pyarrow raises its own errors for a damaged file
             raise StorageError(f"cannot read {path}: {exc}") from None
         for row in rows:
-            pages.pop(row["url"], None)  # the last row of a URL, in the order they were written
-            pages[row["url"]] = from_row(row)
+            page = from_row(row)
+            earlier = pages.pop(page.url, None)  # the last row of a URL, in the order they were written
+            if earlier is not None:  # a crawl's later part has no category: the earlier one stands
+                page = _labelled(page, (earlier.category, earlier.category_probability))
+            pages[page.url] = page
     return list(pages.values())
+
+
+def stored_categories(folder: Path) -> dict[str, tuple[str, float]]:
+    """url -> (category, probability) of each page a classifier labelled, as stored in the crawl
+    folder: what `harvestman features` carries into the table it rewrites."""
+    import pyarrow.parquet as pq
+
+    found: dict[str, tuple[str, float]] = {}
+    for path in stored_files(folder):
+        try:
+            table = pq.read_table(str(path), columns=list(_CATEGORY_COLUMNS)).to_pydict()
+        except Exception as exc:  # pyarrow raises its own errors for a damaged file
+            raise StorageError(f"cannot read the categories in {path} (remove the file to compute the "
+                               f"features afresh): {exc}") from None
+        for url, category, probability in zip(*table.values(), strict=True):
+            if category:
+                found[url] = (category, probability or 0.0)
+    return found
+
+
+def _labelled(page: PageFeatures, known: tuple[str, float] | None) -> PageFeatures:
+    """`page` with the category (and probability) a classifier gave it before, unless it has one."""
+    if known is None or not known[0] or page.category:
+        return page
+    return replace(page, category=known[0], category_probability=known[1])
 
 
 def html_responses(folder: Path) -> Iterator[tuple[str, str, bytes]]:
@@ -220,7 +258,8 @@ def features_from_warc(folder: Path, *, top_k: int = TOP_K) -> tuple[Path, int]:
         raise ConfigError(f"{folder} is not a crawl folder")
     if not warc_files(folder):
         raise ConfigError(f"{folder} holds no WARC files (DIR/warc/*.warc.gz, DIR/segments/*/warc/)")
-    pages = (extract_features(html_text(body, ctype), url, top_k=top_k)
+    kept = stored_categories(folder)  # read whole before the table is replaced
+    pages = (_labelled(extract_features(html_text(body, ctype), url, top_k=top_k), kept.get(url))
              for url, ctype, body in html_responses(folder))
     path = pages_path(folder)
     return path, write_pages(pages, path)
