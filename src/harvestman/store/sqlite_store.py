@@ -34,7 +34,8 @@ _PUT_RECORD = (
     "INSERT OR IGNORE INTO urls(url, host_id, state, depth, retries, score, parent, fetch_time,"
     " next_fetch_time, http_status, error_class, error_message, signature, etag, last_modified,"
     " content_type, body_size, wire_bytes, final_url, title, priority, queued, simhash, duplicate_of,"
-    " fetch_interval, inlinks, metadata) VALUES (" + ", ".join("?" * 27) + ")"
+    " fetch_interval, inlinks, metadata, body_wire_bytes, saved_bytes, partial, change, checked_by, topic,"
+    " relevance) VALUES (" + ", ".join("?" * 34) + ")"
 )
 _WRITE_OUTCOME = """
 UPDATE urls SET state = :state, fetch_time = :fetch_time, next_fetch_time = :next_fetch_time,
@@ -138,8 +139,9 @@ class SqliteStore(SqliteBulk):
     def put_records(self, records: Sequence[UrlRecord], *, queued: bool = True) -> int:
         """Insert whole rows, as another store holds them (a segment's fetch list: validators,
         signature, interval, retries kept, so that re-fetches are conditional and schedules see the
-        last fetch); `queued` rows are leasable from their next fetch time, the others only known.
-        Known URLs stay as they are; returns how many were new."""
+        last fetch; its bytes too, the page's full size among them); `queued` rows are leasable from
+        their next fetch time, the others only known. Known URLs stay as they are; returns how many
+        were new."""
         if not records:
             return 0
         with self._tx() as db:
@@ -148,7 +150,9 @@ class SqliteStore(SqliteBulk):
                      r.next_fetch_time, r.http_status, r.error_class, r.error_message, r.signature, r.etag,
                      r.last_modified, r.content_type, r.body_size, r.wire_bytes,
                      "" if r.final_url == r.url else r.final_url, r.title, float(r.depth), int(queued),
-                     signed64(r.simhash), r.duplicate_of, r.fetch_interval, r.inlinks, r.metadata)
+                     signed64(r.simhash), r.duplicate_of, r.fetch_interval, r.inlinks, r.metadata,
+                     r.body_wire_bytes, r.saved_bytes, r.partial, r.change, r.checked_by, r.topic,
+                     r.relevance)
                     for r in records]
             return db.executemany(_PUT_RECORD, rows).rowcount
 
