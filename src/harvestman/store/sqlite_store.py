@@ -45,12 +45,16 @@ UPDATE urls SET state = :state, fetch_time = :fetch_time, next_fetch_time = :nex
     last_modified = CASE WHEN :keep AND :last_modified = '' THEN last_modified ELSE :last_modified END,
     content_type = CASE WHEN :keep AND :content_type = '' THEN content_type ELSE :content_type END,
     title = CASE WHEN :keep AND :title = '' THEN title ELSE :title END,
-    body_size = :body_size, wire_bytes = :wire_bytes, final_url = :final_url,
+    body_size = CASE WHEN :keep AND :body_size = 0 THEN body_size ELSE :body_size END,
+    wire_bytes = :wire_bytes, final_url = :final_url,
     retries = retries + :retried, lease_until = 0, queued = :queued,
     fetch_interval = CASE WHEN :fetch_interval > 0 THEN :fetch_interval ELSE fetch_interval END,
     simhash = CASE WHEN :simhash <> 0 THEN :simhash
               WHEN :keep OR :signature = signature THEN simhash ELSE 0 END,
-    body_wire_bytes = :body_wire_bytes, saved_bytes = :saved_bytes, partial = :partial,
+    body_wire_bytes = :body_wire_bytes,
+    saved_bytes = CASE WHEN :keep AND :saved_bytes = 0 THEN MAX(wire_bytes + saved_bytes - :wire_bytes, 0)
+                  ELSE :saved_bytes END,
+    partial = :partial,
     change = :change, checked_by = :checked_by, topic = :topic, relevance = :relevance
 WHERE id = :id
 """
@@ -304,7 +308,9 @@ class SqliteStore(SqliteBulk):
                 "http_status": o.http_status,
                 "error_class": o.error_class,
                 "error_message": o.error_message,
-                # A 304 usually repeats no validators: keep what the last full fetch recorded.
+                # A 304 usually repeats no validators: keep what the last full fetch recorded; and
+                # it has no body: keep the page's size, and count what it saved against the page's
+                # full response (the row's wire + saved bytes), which the next check compares with.
                 "keep": state == UrlState.NOT_MODIFIED,
                 "signature": o.signature,
                 "etag": o.etag,
