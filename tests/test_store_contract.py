@@ -524,6 +524,33 @@ def test_what_a_fetch_cost_and_found_is_kept(make: Maker) -> None:
     assert (rec.partial, rec.change, rec.checked_by) == ("head", "major", "conditional")
 
 
+def test_a_not_modified_fetch_keeps_the_page_s_full_size(make: Maker) -> None:
+    # Issue 25: a 304 (or a HEAD) costs a few hundred bytes and has no body; the row keeps the
+    # page's size, and wire + saved bytes stay the page's full response, 304 after 304, for the
+    # next re-crawl to compare with (and status to add up).
+    f = make()
+    f.add([nu("http://a.test/1")])
+    f.lease(1, T0)
+    f.complete([done("http://a.test/1", http_status=200, wire_bytes=9000, body_wire_bytes=8700,
+                     body_size=20000, next_fetch_time=T0 + 1)], T0)
+    for n, wire in enumerate((300, 250, 0)):  # two 304s, then one that sent nothing (a sitemap's lastmod)
+        f.lease(1, T0 + 1 + n)
+        f.complete([done("http://a.test/1", UrlState.NOT_MODIFIED, http_status=304, wire_bytes=wire,
+                         next_fetch_time=T0 + 2 + n)], T0 + 1 + n)
+        rec = f.get("http://a.test/1")
+        assert rec is not None
+        assert (rec.wire_bytes, rec.saved_bytes, rec.body_size) == (wire, 9000 - wire, 20000), n
+    # What the fetch says it saved is its own; a changed page is its new response, whole.
+    f.lease(1, T0 + 9)
+    f.complete([done("http://a.test/1", UrlState.NOT_MODIFIED, http_status=304, wire_bytes=200,
+                     saved_bytes=123, next_fetch_time=T0 + 10)], T0 + 9)
+    assert f.get("http://a.test/1").saved_bytes == 123  # type: ignore[union-attr]
+    f.lease(1, T0 + 10)
+    f.complete([done("http://a.test/1", http_status=200, wire_bytes=5000, body_size=11000)], T0 + 10)
+    rec = f.get("http://a.test/1")
+    assert rec is not None and (rec.wire_bytes, rec.saved_bytes, rec.body_size) == (5000, 0, 11000)
+
+
 # -- schema 6 (PostgreSQL 4): focused crawling's judgement of a page ---------------------------------
 
 

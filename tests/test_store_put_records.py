@@ -15,7 +15,9 @@ def test_put_records_copies_whole_rows_and_leases_them_with_their_validators(tmp
     main.lease(10, T0)
     main.complete([done("http://a.test/1", http_status=200, etag='"e1"', last_modified="Mon",
                         signature="sig", fetch_interval=50.0, next_fetch_time=T0 + 50,
-                        simhash=(1 << 64) - 2)], T0)
+                        simhash=(1 << 64) - 2, wire_bytes=300, saved_bytes=8700, body_wire_bytes=0,
+                        partial="head", change="unchanged", checked_by="conditional", topic="t",
+                        relevance=0.5)], T0)
     records = [r for r in main.records()]
     seg = SqliteStore(tmp_path / "seg.db", host_of=host_of)
     assert seg.put_records(records) == 2

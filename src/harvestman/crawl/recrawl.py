@@ -120,29 +120,28 @@ class RecrawlCheck:
 
     @staticmethod
     def _unchanged(leased: LeasedUrl, prior: UrlRecord, by: str, head: FetchResult | None) -> FetchOutcome:
-        """The record of a page found unchanged without a GET: not_modified, what it was otherwise."""
-        wire = head.wire_bytes if head is not None else 0
+        """The record of a page found unchanged without a GET: not_modified, what it was otherwise.
+        What it saved is the store's to count (it holds the page's full size: see `recorded`)."""
         return FetchOutcome(
             leased.url, UrlState.NOT_MODIFIED, time.time(),
             http_status=head.status if head is not None else prior.http_status,
             etag=prior.etag, last_modified=prior.last_modified, content_type=prior.content_type,
-            body_size=prior.body_size, wire_bytes=wire, saved_bytes=max(prior.wire_bytes - wire, 0),
+            body_size=prior.body_size, wire_bytes=head.wire_bytes if head is not None else 0,
             change="unchanged", checked_by=by)
 
     @staticmethod
     def recorded(decision: Decision, checked: Checked, prior: UrlRecord | None) -> Decision:
-        """`decision` after a GET, with how it was checked and what it saved (and the HEAD's bytes)."""
+        """`decision` after a GET, with how it was checked (and the HEAD's bytes)."""
         outcome = decision.outcome
         head = checked.head.wire_bytes if checked.head is not None else 0
         changes: dict[str, object] = {"checked_by": checked.checked_by}
         if head:
             changes["wire_bytes"] = outcome.wire_bytes + head
         if outcome.state == UrlState.NOT_MODIFIED and prior is not None:
-            # A 304 (or the same body again) is the page as stored: its size stays the stored one.
+            # A 304 (or the same body again) is the page as stored. Its size and what it saved
+            # against a full GET are the store's to keep: only its row knows the page's last full
+            # response (wire + saved bytes), also after 304s the engine got without a check.
             changes["change"] = "unchanged"
-            changes["saved_bytes"] = max(prior.wire_bytes - outcome.wire_bytes - head, 0)
-            if not outcome.body_size:
-                changes["body_size"] = prior.body_size
         return dataclasses.replace(decision, outcome=dataclasses.replace(outcome, **changes))  # type: ignore[arg-type]
 
 

@@ -357,8 +357,8 @@ class UrlRecord:
     etag: str
     last_modified: str
     content_type: str
-    body_size: int
-    wire_bytes: int
+    body_size: int  # the page's decoded size (a not-modified re-fetch keeps it)
+    wire_bytes: int  # what the last fetch cost on the wire, headers included
     final_url: str  # where the fetch ended: the URL itself, or a redirect's target; '' before a response
     title: str  # the HTML page's <title>; '' when none was parsed
     simhash: int = 0  # 64-bit SimHash of the visible text (unsigned); 0 when not computed
@@ -367,7 +367,9 @@ class UrlRecord:
     inlinks: int = 0  # pages linking here, as the last invertlinks counted them
     metadata: str = ""  # a JSON object: a seed's metadata, a sitemap's lastmod; '' when none
     body_wire_bytes: int = 0  # the last fetch's body as transferred (encoded), headers aside
-    saved_bytes: int = 0  # what a full fetch would have cost more on the wire (a 304, a HEAD, a stop)
+    # What a full fetch would have cost more on the wire (a 304, a HEAD, a stop): wire_bytes +
+    # saved_bytes is the page's full response, kept so through not-modified re-fetches.
+    saved_bytes: int = 0
     partial: str = ""  # why the stored body stops early ('' when whole): head, selector:CSS, bytes:N
     change: str = ""  # the last fetch against the one before: new, unchanged, minor, major
     checked_by: str = ""  # how the last re-fetch was checked: conditional, size, sitemap, full

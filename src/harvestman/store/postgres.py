@@ -251,7 +251,9 @@ class PostgresStore(PostgresDb):
                 "id": url_id, "state": int(state), "fetch_time": o.fetch_time,
                 "next_fetch_time": next_fetch_time, "queued": queued, "http_status": o.http_status,
                 "error_class": clean(o.error_class), "error_message": clean(o.error_message),
-                # A 304 usually repeats no validators: keep what the last full fetch recorded.
+                # A 304 usually repeats no validators: keep what the last full fetch recorded; and
+                # it has no body: keep the page's size, and count what it saved against the page's
+                # full response (the row's wire + saved bytes), which the next check compares with.
                 "keep": state == UrlState.NOT_MODIFIED,
                 "signature": clean(o.signature), "etag": clean(o.etag),
                 "last_modified": clean(o.last_modified), "content_type": clean(o.content_type),

@@ -174,12 +174,16 @@ UPDATE urls SET state = %(state)s, fetch_time = %(fetch_time)s, next_fetch_time 
     content_type = CASE WHEN %(keep)s AND %(content_type)s = '' THEN content_type
                    ELSE %(content_type)s END,
     title = CASE WHEN %(keep)s AND %(title)s = '' THEN title ELSE %(title)s END,
-    body_size = %(body_size)s, wire_bytes = %(wire_bytes)s, final_url = %(final_url)s,
+    body_size = CASE WHEN %(keep)s AND %(body_size)s = 0 THEN body_size ELSE %(body_size)s END,
+    wire_bytes = %(wire_bytes)s, final_url = %(final_url)s,
     retries = retries + %(retried)s, lease_until = 0, queued = %(queued)s,
     fetch_interval = CASE WHEN %(fetch_interval)s > 0 THEN %(fetch_interval)s ELSE fetch_interval END,
     simhash = CASE WHEN %(simhash)s <> 0 THEN %(simhash)s
               WHEN %(keep)s OR %(signature)s = signature THEN simhash ELSE 0 END,
-    body_wire_bytes = %(body_wire_bytes)s, saved_bytes = %(saved_bytes)s, partial = %(partial)s,
+    body_wire_bytes = %(body_wire_bytes)s,
+    saved_bytes = CASE WHEN %(keep)s AND %(saved_bytes)s = 0
+                  THEN GREATEST(wire_bytes + saved_bytes - %(wire_bytes)s, 0) ELSE %(saved_bytes)s END,
+    partial = %(partial)s,
     change = %(change)s, checked_by = %(checked_by)s, topic = %(topic)s, relevance = %(relevance)s
 WHERE id = %(id)s
 """

@@ -34,7 +34,8 @@ _PUT_RECORD = (
     "INSERT OR IGNORE INTO urls(url, host_id, state, depth, retries, score, parent, fetch_time,"
     " next_fetch_time, http_status, error_class, error_message, signature, etag, last_modified,"
     " content_type, body_size, wire_bytes, final_url, title, priority, queued, simhash, duplicate_of,"
-    " fetch_interval, inlinks, metadata) VALUES (" + ", ".join("?" * 27) + ")"
+    " fetch_interval, inlinks, metadata, body_wire_bytes, saved_bytes, partial, change, checked_by, topic,"
+    " relevance) VALUES (" + ", ".join("?" * 34) + ")"
 )
 _WRITE_OUTCOME = """
 UPDATE urls SET state = :state, fetch_time = :fetch_time, next_fetch_time = :next_fetch_time,
@@ -44,12 +45,16 @@ UPDATE urls SET state = :state, fetch_time = :fetch_time, next_fetch_time = :nex
     last_modified = CASE WHEN :keep AND :last_modified = '' THEN last_modified ELSE :last_modified END,
     content_type = CASE WHEN :keep AND :content_type = '' THEN content_type ELSE :content_type END,
     title = CASE WHEN :keep AND :title = '' THEN title ELSE :title END,
-    body_size = :body_size, wire_bytes = :wire_bytes, final_url = :final_url,
+    body_size = CASE WHEN :keep AND :body_size = 0 THEN body_size ELSE :body_size END,
+    wire_bytes = :wire_bytes, final_url = :final_url,
     retries = retries + :retried, lease_until = 0, queued = :queued,
     fetch_interval = CASE WHEN :fetch_interval > 0 THEN :fetch_interval ELSE fetch_interval END,
     simhash = CASE WHEN :simhash <> 0 THEN :simhash
               WHEN :keep OR :signature = signature THEN simhash ELSE 0 END,
-    body_wire_bytes = :body_wire_bytes, saved_bytes = :saved_bytes, partial = :partial,
+    body_wire_bytes = :body_wire_bytes,
+    saved_bytes = CASE WHEN :keep AND :saved_bytes = 0 THEN MAX(wire_bytes + saved_bytes - :wire_bytes, 0)
+                  ELSE :saved_bytes END,
+    partial = :partial,
     change = :change, checked_by = :checked_by, topic = :topic, relevance = :relevance
 WHERE id = :id
 """
@@ -138,8 +143,9 @@ class SqliteStore(SqliteBulk):
     def put_records(self, records: Sequence[UrlRecord], *, queued: bool = True) -> int:
         """Insert whole rows, as another store holds them (a segment's fetch list: validators,
         signature, interval, retries kept, so that re-fetches are conditional and schedules see the
-        last fetch); `queued` rows are leasable from their next fetch time, the others only known.
-        Known URLs stay as they are; returns how many were new."""
+        last fetch; its bytes too, the page's full size among them); `queued` rows are leasable from
+        their next fetch time, the others only known. Known URLs stay as they are; returns how many
+        were new."""
         if not records:
             return 0
         with self._tx() as db:
@@ -148,7 +154,9 @@ class SqliteStore(SqliteBulk):
                      r.next_fetch_time, r.http_status, r.error_class, r.error_message, r.signature, r.etag,
                      r.last_modified, r.content_type, r.body_size, r.wire_bytes,
                      "" if r.final_url == r.url else r.final_url, r.title, float(r.depth), int(queued),
-                     signed64(r.simhash), r.duplicate_of, r.fetch_interval, r.inlinks, r.metadata)
+                     signed64(r.simhash), r.duplicate_of, r.fetch_interval, r.inlinks, r.metadata,
+                     r.body_wire_bytes, r.saved_bytes, r.partial, r.change, r.checked_by, r.topic,
+                     r.relevance)
                     for r in records]
             return db.executemany(_PUT_RECORD, rows).rowcount
 
@@ -300,7 +308,9 @@ class SqliteStore(SqliteBulk):
                 "http_status": o.http_status,
                 "error_class": o.error_class,
                 "error_message": o.error_message,
-                # A 304 usually repeats no validators: keep what the last full fetch recorded.
+                # A 304 usually repeats no validators: keep what the last full fetch recorded; and
+                # it has no body: keep the page's size, and count what it saved against the page's
+                # full response (the row's wire + saved bytes), which the next check compares with.
                 "keep": state == UrlState.NOT_MODIFIED,
                 "signature": o.signature,
                 "etag": o.etag,
