@@ -17,9 +17,10 @@ from harvestman.crawl.job import CrawlJob
 from harvestman.crawl.plugins import load_plugins, with_plugin_scorer
 from harvestman.crawl.stats import CrawlStats, deferred_note
 from harvestman.crawl.workers import NO_POLICIES, Policies
-from harvestman.model.config import MACHINE_LOCAL, CrawlConfig, config_from_mapping, merge_settings
+from harvestman.model.config import CrawlConfig, config_from_mapping, merge_settings
 from harvestman.model.errors import ConfigError
 from harvestman.model.records import RunVerdict
+from harvestman.model.settings import MACHINE_LOCAL
 from harvestman.policy.ordering import check_ordering
 from harvestman.policy.revive import Revival
 from harvestman.store.crawldir import CrawlDir, read_settings, revive

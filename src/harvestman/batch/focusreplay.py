@@ -18,9 +18,10 @@ from pathlib import Path
 from harvestman.batch.harvest import CurvePoint, harvest_curve
 from harvestman.batch.warcpages import warc_files
 from harvestman.crawl.pagelinks import HTML_TYPES, outlinks
-from harvestman.model.config import RUN_ONLY, CrawlConfig, config_from_mapping
+from harvestman.model.config import CrawlConfig, config_from_mapping
 from harvestman.model.errors import ConfigError, StorageError
 from harvestman.model.records import CrawledPage, FetchResult, UrlState
+from harvestman.model.settings import RUN_ONLY
 from harvestman.policy.focus import Focus, Rules
 from harvestman.policy.scope import Scope
 from harvestman.store.crawldir import CrawlDir, read_settings

@@ -36,9 +36,10 @@ from harvestman.batch.simhash import hamming
 from harvestman.batch.updatedb import updatedb
 from harvestman.batch.warcpages import simhashes_in, warc_files
 from harvestman.crawl.sitemaps import lastmod_text, parse_sitemap
-from harvestman.model.config import RECRAWL_STRATEGIES, CrawlConfig
+from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import ConfigError, StorageError
 from harvestman.model.records import FetchOutcome, LinkKind, UrlRecord, UrlState
+from harvestman.model.settings import RECRAWL_STRATEGIES
 from harvestman.store.crawldir import revive, stored_seeds
 from harvestman.store.frontier import Store
 from harvestman.store.sqlite_store import SqliteStore

@@ -1,5 +1,7 @@
 """Crawl configuration: one frozen record, built from keyword arguments, a TOML file or the CLI.
 
+Each setting's help, option, scope and API rule are declared in model/settings.py.
+
 `CrawlConfig` is the whole a user writes; each part of the crawler is handed only its section
 (`cfg.fetch`, `cfg.politeness`, ...), a frozen record of the few settings it reads.
 """
@@ -18,13 +20,23 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from harvestman.model.errors import ConfigError
+from harvestman.model.settings import (  # the choices and scopes are declared with each setting
+    HOST_KEYS,
+    HTTP2_MODES,
+    MACHINE_KEPT,
+    MACHINE_LOCAL,
+    ORDERINGS,
+    RECRAWL_STRATEGIES,
+    RENDER_KINDS,
+    RENDER_MODES,
+    RUN_ONLY,
+    SCHEDULES,
+    SCOPES,
+    SCREENSHOT_MODES,
+    SITEMAP_MODES,
+    flag_name,
+)
 
-SCOPES = ("host", "domain", "any")
-HOST_KEYS = ("host", "domain", "ip")
-RECRAWL_STRATEGIES = ("", "conditional", "size", "sitemap", "full")  # crawl/recrawl.py; '' off
-ORDERINGS = ("bfs", "dfs", "score", "indegree", "opic", "pagerank")  # policy/ordering.py
-SCHEDULES = ("fixed", "adaptive")  # policy/schedule.py
-SITEMAP_MODES = ("robots", "probe", "off")  # crawl/sitemaps.py; docs/config.md
 DEFAULT_USER_AGENT = "harvestman/0.1 (+https://pypi.org/project/harvestman/)"
 # Distinct links kept per page. The index pages of documentation sites carry 13,000-17,000 (Python's
 # genindex-all.html), so 20,000 keeps them whole with room to spare, while bounding what one page
@@ -172,13 +184,6 @@ class RenderSettings:
     render_max_bytes: int  # bytes a page's sub-resources may total
     screenshot: str  # "", "viewport" or "full": a PNG of each rendered page
     browser_path: str  # the Chromium binary Playwright drives (never a downloaded one)
-
-
-RENDER_MODES = ("never", "auto", "always")
-# Playwright's resource types a page's requests may be blocked by (`document` is the page itself).
-RENDER_KINDS = ("stylesheet", "image", "media", "font", "script", "texttrack", "xhr", "fetch",
-                "eventsource", "websocket", "manifest", "other")
-SCREENSHOT_MODES = ("", "viewport", "full")
 
 
 @dataclass(frozen=True, slots=True)
@@ -475,9 +480,6 @@ def _validate_render(cfg: CrawlConfig) -> None:
         raise ConfigError(f"screenshot must be viewport or full, got {cfg.screenshot!r}")
 
 
-HTTP2_MODES = ("auto", "always", "never")
-
-
 def check_stop_spec(spec: str) -> None:
     """Refuse a stop condition not of the forms head, selector:CSS, bytes:N (the CSS itself is
     checked when the crawl starts, by fetch/stop.py)."""
@@ -665,18 +667,6 @@ def load_toml(path: Path) -> dict[str, Any]:
     return top | nested
 
 
-# What a machine that joins a shared crawl sets for itself (`harvestman worker`); every other setting
-# is the crawl's, stored in its database when it starts and taken from there by the workers.
-MACHINE_LOCAL = frozenset({"seeds", "out_dir", "db", "resume", "workers", "allow_net", "resolve", "quiet",
-                           "log_json", "browser_path"})
-# Of those, what the machine that owns the crawl folder keeps with the crawl for its own later
-# commands (`--resume`, `recrawl`, the cycle's steps): a crawl of loopback hosts needs its
-# `--allow-net` and `--resolve` again, and must not lose them to a resume typed without them.
-MACHINE_KEPT = ("allow_net", "resolve", "workers", "browser_path")
-# What belongs to one run only: never taken back from the stored settings by a later run.
-RUN_ONLY = frozenset({"seeds", "out_dir", "db", "resume", "quiet", "log_json", "max_pages"})
-
-
 def _json_ready(value: Any) -> Any:
     if isinstance(value, tuple):  # of strings, of (name, value) header pairs, or of --resolve pins
         return [e.curl_form() if isinstance(e, ResolveEntry) else list(e) if isinstance(e, tuple) else e
@@ -692,12 +682,6 @@ def crawl_settings(cfg: CrawlConfig) -> dict[str, Any]:
 def local_settings(cfg: CrawlConfig) -> dict[str, Any]:
     """The settings of `cfg` the machine owning the crawl folder keeps with the crawl, JSON-ready."""
     return {name: _json_ready(getattr(cfg, name)) for name in MACHINE_KEPT}
-
-
-def flag_name(setting: str) -> str:
-    """The command-line option of a setting, as messages name it."""
-    return {"obey_robots": "--ignore-robots", "verify_tls": "--insecure", "out_dir": "--out",
-            "focus_file": "--focus"}.get(setting, "--" + setting.replace("_", "-"))
 
 
 def merge_settings(stored: Mapping[str, Any], given: Mapping[str, Any]) -> tuple[CrawlConfig, list[str]]:

@@ -11,12 +11,9 @@ from typing import Any
 from harvestman.app.seeds import check_seeds
 from harvestman.model.config import CrawlConfig, config_from_mapping, flat_settings
 from harvestman.model.errors import ConfigError
+from harvestman.model.settings import NOT_SETTABLE
 
 MAX_SEEDS = 10_000
-# Settings the server decides itself, or that would name a file or program on the server's machine.
-NOT_SETTABLE = frozenset(
-    {"seeds", "out_dir", "db", "resume", "quiet", "log_json", "focus_file", "browser_path", "plugins"}
-)
 _NAMED = re.compile(r"'([a-z_]+)'")
 
 
