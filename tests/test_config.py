@@ -172,7 +172,9 @@ WHOLE_CONFIG_ALLOWED = {"model/config.py", "crawl/engine.py", "crawl/download.py
                         "serve/settings.py",
                         # A crawl folder's stored settings, read back and merged by a later run
                         # (which also decides the failures that run's settings mend).
-                        "store/crawldir.py", "app/run.py", "policy/revive.py"}
+                        "store/crawldir.py", "app/run.py", "policy/revive.py",
+                        # The command-line options and docs table, showing CrawlConfig's defaults.
+                        "app/options.py"}
 
 
 def test_only_the_builders_see_the_whole_config() -> None:

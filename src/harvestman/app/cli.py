@@ -8,14 +8,14 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from harvestman import __version__
 from harvestman.app import cli_batch, cli_cycle, cli_extract, cli_features, cli_focus, cli_recrawl, cli_search
+from harvestman.app.options import CONFIG_HELP, DIR_HELP, add_setting_options, given_settings
 from harvestman.app.progress import print_summary
 from harvestman.app.report import EXPORT_FORMATS, EXPORT_WHAT, crawl_report, export_records
 from harvestman.app.run import resumed_config, run_crawl, worker_config
-from harvestman.model.config import CrawlConfig, config_from_mapping, load_toml
+from harvestman.model.config import CrawlConfig, config_from_mapping
 from harvestman.model.errors import (
     EXIT_FAILED,
     EXIT_IO,
@@ -40,166 +40,13 @@ def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
         metavar="FILE",
         help="read URLs from FILE, one per line ('#' starts a comment)",
     )
-    parser.add_argument("--out", "-o", required=True, type=Path, metavar="DIR", help="output folder")
-    parser.add_argument("--config", type=Path, metavar="TOML", help="read settings from a TOML file")
-    parser.add_argument("--db", metavar="URL", help=DB_HELP)
-    if follow:
-        parser.add_argument("--max-pages", type=int, help="stop after N pages (default: no limit)")
-        parser.add_argument(
-            "--link-anchors", action="store_true", default=None,
-            help="keep each link's anchor text in the link graph (costs ~1 µs CPU a link)",
-        )
-        parser.add_argument(
-            "--max-pages-per-host", type=int, metavar="N",
-            help="fetch at most N pages of one host in a run (default 100000; 0: no budget)",
-        )
-        parser.add_argument(
-            "--max-depth", type=int, help="follow links at most D hops from a seed (default 25)"
-        )
-        parser.add_argument(
-            "--scope",
-            choices=["host", "domain", "any"],
-            help="which links to follow: the seeds' hosts (default), their domains, or any",
-        )
-        parser.add_argument(
-            "--include", action="append", metavar="REGEX", help="only follow URLs matching REGEX"
-        )
-        parser.add_argument(
-            "--ordering", "--order", choices=["bfs", "dfs", "score", "indegree", "opic", "pagerank"],
-            help="order of each host's queue: shallower first (bfs, default), deeper first (dfs), "
-                 "by a link scorer's score (score: Python API only), by the scores harvestman rank "
-                 "stored (indegree, pagerank), or by online OPIC (opic)",
-        )
-        parser.add_argument(
-            "--exclude", action="append", metavar="REGEX", help="never follow URLs matching REGEX"
-        )
-        parser.add_argument(
-            "--sitemaps", choices=["robots", "probe", "off"],
-            help="read the sitemaps robots.txt names (robots, default), also /sitemap.xml on each "
-                 "host (probe), or none (off)",
-        )
-    parser.add_argument("--concurrency", type=int, help="concurrent fetches in total (default 100)")
-    parser.add_argument("--per-host", type=int, help="concurrent fetches per host (default 2)")
-    parser.add_argument(
-        "--workers", type=int, metavar="N",
-        help="worker processes sharing the crawl (default 0: one per core; --max-pages runs one)",
-    )
-    parser.add_argument(
-        "--delay", type=float, metavar="SECONDS", help="minimum delay between fetches of a host"
-    )
-    parser.add_argument("--retries", type=int, help="retries of a failed fetch (default 3)")
-    parser.add_argument(
-        "--timeout", type=float, metavar="SECONDS", help="total time allowed per fetch (default 60)"
-    )
-    parser.add_argument(
-        "--max-wait", type=float, metavar="SECONDS",
-        help="end the run when every URL left waits longer than this (default 600; --resume goes on)",
-    )
-    parser.add_argument(
-        "--revisit-after", type=float, metavar="SECONDS",
-        help="fetch each URL again SECONDS after each fetch, conditionally (default 0: never)",
-    )
-    parser.add_argument(
-        "--schedule", choices=("fixed", "adaptive"),
-        help="re-visits at a fixed interval, or adapted to how often each page changes (default fixed)",
-    )
-    parser.add_argument(
-        "--fetch-interval", type=float, metavar="SECONDS",
-        help="the crawl cycle's re-fetch interval (default 2592000: 30 days)",
-    )
-    parser.add_argument(
-        "--max-size", type=int, metavar="BYTES", help="truncate bodies beyond BYTES (default 10 MiB)"
-    )
-    parser.add_argument(
-        "--stop-at", metavar="CONDITION",
-        help="read each page only until: head, selector:CSS or bytes:N (the page is recorded partial)",
-    )
-    parser.add_argument(
-        "--http2", choices=("auto", "always", "never"),
-        help="partial fetches over HTTP/2 where ALPN offers it (auto, default), for every request "
-             "(always), or HTTP/1.1 only (never)",
-    )
-    parser.add_argument("--user-agent", help="User-Agent header and robots.txt product token")
-    parser.add_argument(
-        "--resolve", action="append", metavar="HOST:PORT:ADDR", help="pin a host name to an address"
-    )
-    parser.add_argument(
-        "--allow-net",
-        action="append",
-        metavar="CIDR",
-        help="allow connections to this private/loopback range (repeatable)",
-    )
-    parser.add_argument(
-        "--host-key", choices=["host", "domain", "ip"], help="what a politeness queue is keyed by"
-    )
-    parser.add_argument("--ignore-robots", action="store_true", default=None, help="do not obey robots.txt")
-    parser.add_argument(
-        "--insecure", action="store_true", default=None, help="do not verify TLS certificates"
-    )
-    parser.add_argument(
-        "--resume", action="store_true", default=None,
-        help="continue the crawl in DIR with the settings stored with it (options given now replace "
-             "them); URLs that failed for a cause the settings now remove are fetched again",
-    )
+    parser.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
+    add_setting_options(parser, "crawl" if follow else "download", required=("out_dir",))
     parser.add_argument(
         "--retry-failed", nargs="+", metavar="CLASS",
         help="with --resume: fetch again the URLs that failed with these error classes, as status "
              "shows them (timeout, http_503, http_5xx, ...)",
     )
-    parser.add_argument(
-        "--plugin", action="append", dest="plugins", metavar="NAME",
-        help="run the installed plugin NAME (an entry point; repeatable; see docs/plugins.md)",
-    )
-    parser.add_argument(
-        "--features", action="store_true", default=None,
-        help="compute each HTML page's features (text, sentences, n-grams, language...) into "
-             "DIR/features/ (costs CPU a page; `harvestman features DIR` does it afterwards)",
-    )
-    _render_options(parser)
-    parser.add_argument(
-        "--focus", metavar="FILE.toml", default=None,
-        help="a focused crawl: the focus file's mode (hard, soft, rules) and topics (docs/focus.md)",
-    )
-    parser.add_argument(
-        "--keep-off-topic", action="store_true", default=None,
-        help="hard focus: store off-topic pages too (their links are not followed either way)",
-    )
-    parser.add_argument("--quiet", "-q", action="store_true", default=None, help="no progress display")
-    parser.add_argument(
-        "--log-json", action="store_true", default=None, help="print every event as a JSON line"
-    )
-
-
-def _kinds(value: str) -> list[str]:
-    """A comma-separated list of resource kinds; 'none' for none."""
-    return [] if value.strip() == "none" else [k.strip() for k in value.split(",") if k.strip()]
-
-
-def _render_options(parser: argparse.ArgumentParser) -> None:
-    """Rendering pages in a browser (fetch/browser.py, docs/config.md [render])."""
-    parser.add_argument(
-        "--render", choices=("never", "auto", "always"),
-        help="render pages in Chromium: never (default), auto (pages whose HTML looks like an "
-             "application shell), always (every HTML page)",
-    )
-    parser.add_argument("--render-concurrency", type=int, metavar="N",
-                        help="pages rendered at once, one browser context each (default 2)")
-    parser.add_argument("--render-timeout", type=float, metavar="SECONDS",
-                        help="time a page has to load and settle in the browser (default 30)")
-    parser.add_argument("--render-settle", metavar="RULE",
-                        help="when a page is done: idle (no request in flight for 0.5 s; default) "
-                             "or selector:CSS (once it matches)")
-    parser.add_argument("--render-block", type=_kinds, metavar="KINDS",
-                        help="resource kinds a rendered page may not fetch, comma-separated "
-                             "(default image,media,font; 'none' for none)")
-    parser.add_argument("--render-third-party", action="store_true", default=None,
-                        help="let a rendered page fetch from other hosts than its own")
-    parser.add_argument("--render-max-bytes", type=int, metavar="BYTES",
-                        help="bytes a rendered page's requests may total (default 20 MiB)")
-    parser.add_argument("--screenshot", nargs="?", const="viewport", choices=("viewport", "full"),
-                        help="a PNG of each rendered page (of the viewport, or the full page) in the WARC")
-    parser.add_argument("--browser", dest="browser_path", metavar="PATH",
-                        help="the Chromium binary to drive (default /usr/bin/chromium)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -214,13 +61,13 @@ def build_parser() -> argparse.ArgumentParser:
         commands.add_parser("download", help="fetch a list of URLs without following links"), follow=False
     )
     status = commands.add_parser("status", help="summarise a crawl folder: URLs by state, hosts, errors")
-    status.add_argument("dir", type=Path, metavar="DIR")
+    status.add_argument("dir", type=Path, metavar="DIR", help=DIR_HELP)
     status.add_argument("--db", metavar="URL", default="", help=DB_HELP)
     status.add_argument("--json", action="store_true", help="print JSON, every host included")
     export = commands.add_parser(
         "export", help="one record per URL with its state and metadata, or a CDXJ index of the WARC files"
     )
-    export.add_argument("dir", type=Path, metavar="DIR")
+    export.add_argument("dir", type=Path, metavar="DIR", help=DIR_HELP)
     export.add_argument("--db", metavar="URL", default="", help=DB_HELP)
     export.add_argument(
         "--what", choices=EXPORT_WHAT, default="urls",
@@ -234,23 +81,17 @@ def build_parser() -> argparse.ArgumentParser:
         help="jsonl or parquet: one record per URL; cdxj: an index of DIR/warc for replay tools (pywb)",
     )
     export.add_argument(
-        "--output", type=Path, metavar="FILE",
+        "--out", "-o", type=Path, metavar="FILE", dest="output",
         help="write here (default: DIR/export.FORMAT, or DIR/index.cdxj for cdxj)",
     )
+    export.add_argument("--output", type=Path, dest="output", help=argparse.SUPPRESS)  # the old spelling
     worker = commands.add_parser(
         "worker", help="join a crawl kept in PostgreSQL from this machine, with the crawl's own settings"
     )
     worker.add_argument("--db", required=True, metavar="URL", help="the crawl's database: postgresql://...")
-    worker.add_argument("--out", "-o", required=True, type=Path, metavar="DIR",
-                        help="this machine's output folder (its WARC files and logs)")
-    worker.add_argument("--workers", type=int, metavar="N", help="worker processes (default: one per core)")
-    worker.add_argument("--resolve", action="append", metavar="HOST:PORT:ADDR",
-                        help="pin a host name to an address")
-    worker.add_argument("--allow-net", action="append", metavar="CIDR",
-                        help="allow connections to this private/loopback range (repeatable)")
-    worker.add_argument("--quiet", "-q", action="store_true", default=None, help="no progress display")
-    worker.add_argument("--log-json", action="store_true", default=None,
-                        help="print every event as a JSON line")
+    worker.add_argument("--out", "-o", required=True, type=Path, metavar="DIR", dest="out_dir",
+                        help="this machine's part of the crawl's folder: its WARC files, logs")
+    add_setting_options(worker, "worker")
     cli_cycle.add_commands(commands)
     demo = commands.add_parser("demo", help="serve the bundled demo site on loopback and crawl it")
     demo.add_argument(
@@ -274,31 +115,10 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-_RENAMES = {
-    "urls": None,
-    "input": None,
-    "config": None,
-    "command": None,
-    "out": "out_dir",
-    "focus": "focus_file",
-    "ignore_robots": "obey_robots",
-    "insecure": "verify_tls",
-}
-
-
 def config_from_args(args: argparse.Namespace, *, follow: bool) -> CrawlConfig:
     """Merge the TOML file (if any) and the command-line options into one validated config; with
     `--resume`, on top of the settings stored with the crawl (app/run.py's resumed_config)."""
-    values: dict[str, Any] = load_toml(args.config) if getattr(args, "config", None) else {}
-    for key, value in vars(args).items():
-        if value is None or (key not in _RENAMES and key not in CrawlConfig.__dataclass_fields__):
-            continue
-        target = _RENAMES.get(key, key)
-        if target is None:
-            continue
-        if key in ("ignore_robots", "insecure"):
-            value = not value
-        values[target] = value
+    values = given_settings(args)
     seeds = [*config_from_mapping({"seeds": values.get("seeds", ())}).seeds, *getattr(args, "urls", [])]
     for path in getattr(args, "input", []):
         seeds.extend(read_url_file(Path(path)))
@@ -357,9 +177,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return cli_focus.run_focused(cfg, run_crawl)
             return run_crawl(cfg, retry_failed=check_retry_classes(args.retry_failed or ()))
         if args.command == "worker":
-            local = {name: value for name in ("workers", "resolve", "allow_net", "quiet", "log_json")
-                     if (value := getattr(args, name)) is not None}
-            return run_crawl(worker_config(args.db, args.out, local), join=True)
+            local = {name: value for name, value in given_settings(args).items()
+                     if name not in ("db", "out_dir")}
+            return run_crawl(worker_config(args.db, args.out_dir, local), join=True)
         if args.command == "status":
             report = crawl_report(args.dir, args.db)
             if args.json:

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harvestman.app.options import CONFIG_HELP, DIR_HELP, add_setting_options, given_settings
 from harvestman.batch.crawldir import load_config
 from harvestman.batch.cycle import crawl_exists, run_cycle
 from harvestman.batch.fetch_segment import FetchedSegment, SegmentFetch
@@ -25,52 +26,23 @@ from harvestman.batch.parse_segment import parse_segment
 from harvestman.batch.readdb import DUMP_FORMATS, dump, stats, url_info
 from harvestman.batch.seeds import SeedLine, parse_seed_lines, read_seed_file
 from harvestman.batch.updatedb import updatedb
-from harvestman.model.config import CrawlConfig, config_from_mapping, load_toml
+from harvestman.model.config import CrawlConfig, config_from_mapping
 from harvestman.model.errors import EXIT_FAILED, EXIT_OK, ConfigError
 from harvestman.policy.ordering import RANKED_ORDERINGS
 
 COMMANDS = ("inject", "generate", "fetch", "parse", "updatedb", "readdb")
 DB_HELP = "the crawl database (default DIR/crawl.db): a path, sqlite:///PATH or postgresql://USER@HOST/DB"
-_RENAMES = {"ignore_robots": "obey_robots", "insecure": "verify_tls"}
+# The crawl a step works on is its DIR and --db; seeds are inject's; resuming and a page budget are
+# the continuous crawl's.
 _NOT_SETTINGS = frozenset({"db", "seeds", "out_dir", "resume", "max_pages"})
 
 
 def _settings_options(parser: argparse.ArgumentParser) -> None:
     """The crawl's settings a step may be given (stored by inject, overriding for the others)."""
-    parser.add_argument("dir", type=Path, metavar="DIR", help="the crawl's folder")
+    parser.add_argument("dir", type=Path, metavar="DIR", help=DIR_HELP)
     parser.add_argument("--db", metavar="URL", default="", help=DB_HELP)
-    parser.add_argument("--config", type=Path, metavar="TOML", help="read settings from a TOML file")
-    add = parser.add_argument
-    add("--scope", choices=["host", "domain", "any"], help="which links to follow (default host)")
-    add("--include", action="append", metavar="REGEX", help="only follow URLs matching REGEX")
-    add("--exclude", action="append", metavar="REGEX", help="never follow URLs matching REGEX")
-    add("--max-depth", type=int, help="follow links at most D hops from a seed (default 25)")
-    add("--concurrency", type=int, help="concurrent fetches in total (default 100)")
-    add("--per-host", type=int, help="concurrent fetches per host (default 2)")
-    add("--workers", type=int, metavar="N", help="worker processes of a fetch (default 0: one per core)")
-    add("--delay", type=float, metavar="SECONDS", help="minimum delay between fetches of a host")
-    add("--retries", type=int, help="retries of a failed fetch (default 3)")
-    add("--timeout", type=float, metavar="SECONDS", help="total time allowed per fetch (default 60)")
-    add("--max-wait", type=float, metavar="SECONDS", help="end a fetch when all it has left waits longer")
-    add("--revisit-after", type=float, metavar="SECONDS",
-        help="fetch each URL again SECONDS after each fetch (default for the cycle: 30 days)")
-    add("--segment-expiry", type=float, metavar="SECONDS",
-        help="how long a segment holds its URLs unless merged (default 604800: 7 days)")
-    add("--max-pages-per-host", type=int, metavar="N", help="pages of one host in one fetch")
-    add("--max-size", type=int, metavar="BYTES", help="truncate bodies beyond BYTES (default 10 MiB)")
-    add("--user-agent", help="User-Agent header and robots.txt product token")
-    add("--resolve", action="append", metavar="HOST:PORT:ADDR", help="pin a host name to an address")
-    add("--allow-net", action="append", metavar="CIDR",
-        help="allow connections to this private/loopback range (repeatable)")
-    add("--host-key", choices=["host", "domain", "ip"], help="what a politeness queue is keyed by")
-    add("--ignore-robots", action="store_true", default=None, help="do not obey robots.txt")
-    add("--insecure", action="store_true", default=None, help="do not verify TLS certificates")
-    add("--link-anchors", action="store_true", default=None, help="keep anchor texts in the link graph")
-    add("--quiet", "-q", action="store_true", default=None, help="no progress display")
-    add("--fetch-interval", type=float, metavar="SECONDS",
-        help="fetch each URL again after SECONDS (default 2592000: 30 days)")
-    add("--schedule", choices=("fixed", "adaptive"),
-        help="keep each URL's interval, or adapt it to how often its page changes (default fixed)")
+    parser.add_argument("--config", type=Path, metavar="FILE", help=CONFIG_HELP)
+    add_setting_options(parser, "step")
 
 
 def add_commands(commands: Any) -> None:
@@ -80,11 +52,12 @@ def add_commands(commands: Any) -> None:
     p.add_argument("urls", nargs="*", metavar="URL", help="seed URLs (or lines of a seed file)")
     p.add_argument("-i", "--input", action="append", default=[], metavar="SEEDS",
                    help="read seeds from a file")
+    # Narrower than the setting's choices: a cycle has no Python link scorer to order by.
     p.add_argument("--order", choices=ORDERS, dest="ordering", help="the crawl's default generate order")
     p = commands.add_parser("generate", help="select the URLs that are due into a new segment")
     _settings_options(p)
     p.add_argument("--top-n", type=int, required=True, metavar="N", help="at most N URLs")
-    p.add_argument("--max-per-host", type=int, default=0, metavar="M", help="at most M URLs a host")
+    p.add_argument("--max-per-host", type=int, default=0, metavar="N", help="at most N URLs a host")
     p.add_argument("--order", choices=ORDERS, help="best first by (default: the crawl's ordering, bfs)")
     for name, what in (("fetch", "fetch a segment (the latest by default), or continue fetching it"),
                        ("parse", "parse a fetched segment's pages again from its WARC files"),
@@ -93,37 +66,31 @@ def add_commands(commands: Any) -> None:
         _settings_options(p)
         p.add_argument("segment", nargs="?", metavar="SEGMENT", help="a segment id (default: the latest)")
     p = commands.add_parser("readdb", help="the crawl database, link database and segments")
-    p.add_argument("dir", type=Path, metavar="DIR", help="the crawl's folder")
+    p.add_argument("dir", type=Path, metavar="DIR", help=DIR_HELP)
     p.add_argument("--db", metavar="URL", default="", help=DB_HELP)
     what = p.add_mutually_exclusive_group(required=True)
     what.add_argument("--stats", action="store_true", help="figures: URLs by state, scores, links, segments")
     what.add_argument("--url", metavar="URL", help="one URL's row, its outlinks and inlinks")
     what.add_argument("--dump", action="store_true", help="write crawldb, linkdb and segments files")
     p.add_argument("--format", choices=DUMP_FORMATS, default="jsonl", help="--dump's format")
-    p.add_argument("--output", type=Path, metavar="FOLDER", help="--dump's folder (default DIR/readdb)")
+    p.add_argument("--out", "-o", type=Path, metavar="FOLDER", dest="output",
+                   help="--dump's folder (default DIR/readdb)")
+    p.add_argument("--output", type=Path, dest="output", help=argparse.SUPPRESS)  # the old spelling
 
 
 def add_crawl_options(parser: argparse.ArgumentParser) -> None:
     """`crawl`'s options that run the cycle instead of the continuous crawl."""
-    parser.add_argument("--rounds", type=int, metavar="R",
-                        help="run the crawl cycle: inject, (generate, fetch, updatedb) x R, then the jobs")
+    parser.add_argument("--rounds", type=int, metavar="N",
+                        help="run the crawl cycle: inject, (generate, fetch, updatedb) x N, then the jobs")
     parser.add_argument("--top-n", type=int, metavar="N", help="with --rounds: URLs a round (required)")
-    parser.add_argument("--max-per-host", type=int, default=0, metavar="M",
-                        help="with --rounds: at most M URLs of a host a round")
+    parser.add_argument("--max-per-host", type=int, default=0, metavar="N",
+                        help="with --rounds: at most N URLs of a host a round")
 
 
 def overrides(args: argparse.Namespace) -> dict[str, Any]:
-    """The settings given as options (and in --config), by their CrawlConfig names."""
-    values: dict[str, Any] = load_toml(args.config) if getattr(args, "config", None) else {}
-    fields = CrawlConfig.__dataclass_fields__
-    for key, value in vars(args).items():
-        target = _RENAMES.get(key, key)
-        if value is None or target not in fields or target in _NOT_SETTINGS:
-            continue
-        values[target] = not value if key in _RENAMES else value
-    for name in _NOT_SETTINGS:
-        values.pop(name, None)
-    return values
+    """The settings given as options (and in --config), by their CrawlConfig names, less those that
+    are no step's to set."""
+    return {name: value for name, value in given_settings(args).items() if name not in _NOT_SETTINGS}
 
 
 def step_config(args: argparse.Namespace) -> CrawlConfig:
@@ -249,7 +216,7 @@ def run_rounds(args: argparse.Namespace) -> int:
     """`harvestman crawl [SEED...] --out DIR --rounds R --top-n N`: the crawl cycle."""
     if args.top_n is None:
         raise ConfigError("--rounds needs --top-n N: how many URLs a round fetches")
-    folder = Path(args.out)
+    folder = Path(args.out_dir)
     values = overrides(args)
     cfg = _new_or_stored(folder, args.db or "", values)
     seeds = _seeds(args.urls, args.input, cfg)

@@ -1,0 +1,160 @@
+"""The command-line options of the settings, and the option table of docs/config.md, derived from the
+settings declaration (model/settings.py) and CrawlConfig's defaults.
+
+Run as `python -m harvestman.app.options docs/config.md` to write the table into the document.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+from collections.abc import Callable, Collection
+from pathlib import Path
+from typing import Any
+
+from harvestman.model.config import SECTION_OF, CrawlConfig, load_toml
+from harvestman.model.settings import SETTING, SETTINGS, Command, Setting, options_of
+
+# What DIR means wherever a command names a crawl.
+DIR_HELP = "the crawl's folder: its database, WARC files, logs"
+CONFIG_HELP = "read settings from a TOML file (docs/config.md); options given here win over it"
+_DEFAULTS = CrawlConfig()
+_TYPES: dict[str, Callable[[str], Any]] = {"int": int, "float": float, "Path": Path}
+_FIELD_TYPES = {f.name: str(f.type) for f in dataclasses.fields(CrawlConfig)}
+_MIB = 1024 * 1024
+_DAY = 86400
+
+
+def _commas(value: str) -> list[str]:
+    """A comma-separated list; 'none' for none."""
+    return [] if value.strip() == "none" else [k.strip() for k in value.split(",") if k.strip()]
+
+
+def shown_default(name: str) -> str:
+    """CrawlConfig's default of a setting as help and docs show it ('' when it is empty)."""
+    value = getattr(_DEFAULTS, name)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return ",".join(map(str, value))
+    if isinstance(value, int) and (name.endswith("_bytes") or SETTING[name].metavar == "BYTES"):
+        for unit, size in (("GiB", 1024 * _MIB), ("MiB", _MIB)):
+            if value >= size and value % size == 0:
+                return f"{value // size} {unit}"
+        return str(value)
+    if isinstance(value, float):
+        days = f" ({value / _DAY:g} days)" if value >= 2 * _DAY and value % _DAY == 0 else ""
+        return f"{int(value) if value.is_integer() else value}{days}"
+    return str(value)
+
+
+def option_help(setting: Setting, *, required: bool = False) -> str:
+    """A setting's --help line: its help, and CrawlConfig's default where an option takes a value
+    that may be left out."""
+    words = setting.option_help or setting.help
+    shown = shown_default(setting.name)
+    if setting.form in ("switch", "negated") or not shown or required:
+        return words
+    return f"{words} (default {shown})"
+
+
+def _option_kwargs(setting: Setting) -> dict[str, Any]:
+    """add_argument's keywords for a setting: the dest is always the setting's name."""
+    kwargs: dict[str, Any] = {"dest": setting.name, "default": None}
+    if setting.form == "switch":
+        return {**kwargs, "action": "store_const", "const": True}
+    if setting.form == "negated":
+        return {**kwargs, "action": "store_const", "const": False}
+    field_type = _FIELD_TYPES[setting.name]
+    metavar = setting.metavar or {"int": "N", "float": "SECONDS"}.get(field_type)
+    if setting.form == "commas":
+        kwargs["type"] = _commas
+    elif field_type in _TYPES:
+        kwargs["type"] = _TYPES[field_type]
+    if setting.form == "list":
+        kwargs["action"] = "append"
+    if setting.form == "optional":
+        kwargs.update(nargs="?", const=setting.const)
+    if setting.choices:
+        kwargs["choices"] = tuple(c for c in setting.choices if c)
+    elif metavar:
+        kwargs["metavar"] = metavar
+    return kwargs
+
+
+def add_setting_options(parser: argparse.ArgumentParser, command: Command,
+                        *, required: Collection[str] = (), helps: dict[str, str] | None = None) -> None:
+    """Add the options `command` has for settings; `required` names those it cannot do without,
+    `helps` a command's own help for some."""
+    # The required ones first: the help starts with what a command cannot do without.
+    for setting in sorted(options_of(command), key=lambda s: s.name not in required):
+        kwargs = _option_kwargs(setting)
+        shown = (helps or {}).get(setting.name) or option_help(setting, required=setting.name in required)
+        if setting.name in required:
+            # An old spelling may stand for a required option: one of the group is required, and
+            # argparse's message names the shown spelling only.
+            group = parser.add_mutually_exclusive_group(required=True)
+            group.add_argument(*setting.flags, help=shown, **kwargs)
+            for alias in setting.aliases:
+                group.add_argument(alias, help=argparse.SUPPRESS, **kwargs)
+            continue
+        parser.add_argument(*setting.flags, help=shown, **kwargs)
+        for alias in setting.aliases:
+            parser.add_argument(alias, help=argparse.SUPPRESS, **kwargs)
+
+
+def given_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The settings given on this command line, by their CrawlConfig names: a `--config` file's,
+    with the options' on top."""
+    values: dict[str, Any] = load_toml(args.config) if getattr(args, "config", None) else {}
+    for name, value in vars(args).items():
+        if name in SETTING and value is not None:
+            values[name] = value
+    return values
+
+
+# ----- docs/config.md's table -----------------------------------------------------------------------
+
+TABLE_START = "<!-- settings table: written by `python -m harvestman.app.options docs/config.md` -->"
+TABLE_END = "<!-- end of the settings table -->"
+_SCOPE_WORDS = {"crawl": "crawl", "machine": "machine", "run": "run", "run-wide": "run (all machines)"}
+
+
+def settings_table() -> str:
+    """The markdown table of every setting: section, option, default, scope, API, what it does."""
+    rows = ["| setting | section | option | default | scope | API | what it does |",
+            "|---|---|---|---|---|---|---|"]
+    for s in SETTINGS:
+        option = ", ".join(f"`{flag}`" for flag in s.flags) if s.flags else ""
+        default = shown_default(s.name)
+        default = f"`{default}`" if default else "none" if s.name in _TUPLES else '`""`'
+        choices = "; one of " + ", ".join(f"`{c}`" for c in s.choices if c) if s.choices else ""
+        text = (s.help + choices).replace("|", "\\|")
+        rows.append(f"| `{s.name}` | `[{SECTION_OF[s.name]}]` | {option} | {default} | "
+                    f"{_SCOPE_WORDS[s.scope]} | {'yes' if s.api else 'no'} | {text} |")
+    return "\n".join(rows)
+
+
+_TUPLES = frozenset(name for name, kind in _FIELD_TYPES.items() if kind.startswith("tuple"))
+
+
+def with_table(document: str) -> str:
+    """`document` with the part between the table's markers replaced by the table of today."""
+    head, start, rest = document.partition(TABLE_START)
+    _, end, tail = rest.partition(TABLE_END)
+    if not (start and end):
+        raise ValueError("the document has no settings table markers")
+    return f"{head}{TABLE_START}\n{settings_table()}\n{TABLE_END}{tail}"
+
+
+def main(argv: list[str]) -> int:
+    """Write the settings table into the markdown files named."""
+    for name in argv:
+        path = Path(name)
+        path.write_text(with_table(path.read_text(encoding="utf-8")), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
