@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from harvestman.app.options import DIR_HELP
 from harvestman.batch.engine import ENGINES
 from harvestman.batch.ranks import ALGORITHMS
 from harvestman.model.errors import EXIT_OK, ConfigError
@@ -14,7 +15,7 @@ _DB_HELP = "the crawl database (default DIR/crawl.db): a path, sqlite:///PATH or
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("dir", type=Path, metavar="DIR", help="the crawl folder")
+    parser.add_argument("dir", type=Path, metavar="DIR", help=DIR_HELP)
     parser.add_argument("--db", metavar="URL", default="", help=_DB_HELP)
     parser.add_argument("--engine", choices=ENGINES, default="duckdb",
                         help="run the job on embedded DuckDB (default) or on Apache Spark (pyspark)")

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from harvestman.app.options import DIR_HELP
 from harvestman.model.errors import EXIT_OK, ConfigError
 
 COMMANDS = ("extract", "query")
@@ -23,13 +24,13 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     extract = subparsers.add_parser(
         "extract", help="JSON-LD, microdata, RDFa, OpenGraph and field rules of the fetched pages, "
                         "as one Parquet table per type in DIR/tables")
-    extract.add_argument("dir", type=Path, metavar="DIR", help="the crawl folder")
+    extract.add_argument("dir", type=Path, metavar="DIR", help=DIR_HELP)
     extract.add_argument("--db", metavar="URL", default="", help=_DB_HELP)
     extract.add_argument("--rules", type=Path, metavar="FILE.toml",
                          help="field rules: CSS or XPath selectors to named fields, per page category")
     query = subparsers.add_parser(
         "query", help="run DuckDB SQL over DIR/tables, the pages, and search('words')")
-    query.add_argument("dir", type=Path, metavar="DIR", help="the crawl folder")
+    query.add_argument("dir", type=Path, metavar="DIR", help=DIR_HELP)
     query.add_argument("sql", metavar="SQL", help="one SQL statement, e.g. \"SELECT * FROM person\"")
     query.add_argument("--db", metavar="URL", default="", help=_DB_HELP)
     query.add_argument("--format", choices=FORMATS, default="table", help="how to print rows (default table)")

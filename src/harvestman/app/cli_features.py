@@ -6,6 +6,7 @@ import argparse
 from collections import Counter
 from pathlib import Path
 
+from harvestman.app.options import DIR_HELP
 from harvestman.model.errors import EXIT_OK, ConfigError
 
 COMMANDS = ("features", "classify")
@@ -17,13 +18,13 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         "features", help="each HTML page's features (text, sentences, tag counts, n-grams, language, "
                          "headings) from the crawl's WARC files, into DIR/features/pages.parquet (keeping "
                          "the categories classify gave)")
-    features.add_argument("dir", type=Path, metavar="DIR", help="the crawl folder")
+    features.add_argument("dir", type=Path, metavar="DIR", help=DIR_HELP)
     features.add_argument("--top-k", type=int, default=20, metavar="K",
                           help="word n-grams kept of each order 1-3, most frequent first (default 20)")
     classify = subparsers.add_parser(
         "classify", help="give each page a category learnt from examples (DIR/features/pages.parquet's "
                          "category and category_probability)")
-    classify.add_argument("dir", type=Path, metavar="DIR", help="the crawl folder")
+    classify.add_argument("dir", type=Path, metavar="DIR", help=DIR_HELP)
     given = classify.add_mutually_exclusive_group(required=True)
     given.add_argument("--categories", type=Path, metavar="FILE.toml",
                        help="[[category]] tables: name, examples (globs of HTML files, URLs of the "

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harvestman.app.options import DIR_HELP
 from harvestman.batch.harvest import harvest_curve, write_curve
 from harvestman.crawl.focusfile import (
     FOCUS_DIR,
@@ -36,12 +37,12 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     """Add `replay` to the `harvestman` parser."""
     replay = subparsers.add_parser(
         "replay", help="run a focus strategy over a previous crawl's pages and link graph, offline")
-    replay.add_argument("dir", type=Path, metavar="DIR", help="a previous crawl's folder")
+    replay.add_argument("dir", type=Path, metavar="DIR", help=DIR_HELP)
     replay.add_argument("--focus", type=Path, metavar="FILE.toml",
                         help="the focus file (mode, topics, examples); without it, the crawl's bfs")
     replay.add_argument("--budget", type=int, default=0, metavar="N",
                         help="fetch at most N pages (default all)")
-    replay.add_argument("--out", type=Path, metavar="REPORT_DIR",
+    replay.add_argument("--out", type=Path, metavar="FOLDER",
                         help="where the curve goes (default DIR/replay-MODE)")
     replay.add_argument("--db", metavar="URL", default="", help="the crawl database (default DIR/crawl.db)")
 

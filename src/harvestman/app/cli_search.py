@@ -9,6 +9,7 @@ import re
 import sys
 from pathlib import Path
 
+from harvestman.app.options import DIR_HELP
 from harvestman.model.errors import EXIT_OK, ConfigError
 
 COMMANDS = ("index", "search")
@@ -20,11 +21,11 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     """Add the search commands to the `harvestman` parser."""
     index = subparsers.add_parser(
         "index", help="build or update the full-text index of the fetched pages (DIR/searchindex)")
-    index.add_argument("dir", type=Path, metavar="DIR", help="the crawl folder")
+    index.add_argument("dir", type=Path, metavar="DIR", help=DIR_HELP)
     index.add_argument("--db", metavar="URL", default="", help=_DB_HELP)
     index.add_argument("--rebuild", action="store_true", help="index every page again, not only changes")
     search = subparsers.add_parser("search", help="search the crawl's full-text index: ranked pages")
-    search.add_argument("dir", type=Path, metavar="DIR", help="the crawl folder")
+    search.add_argument("dir", type=Path, metavar="DIR", help=DIR_HELP)
     search.add_argument("query", metavar="QUERY",
                         help='words, "phrases", AND/OR/NOT, (groups), -word, prefix*, field:term (title, '
                              "headings, text, anchor, url, host, category); see docs/search.md")
