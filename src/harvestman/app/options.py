@@ -127,6 +127,7 @@ def settings_table() -> str:
             "|---|---|---|---|---|---|---|"]
     for s in SETTINGS:
         option = ", ".join(f"`{flag}`" for flag in s.flags) if s.flags else ""
+        option += " (sets false)" if s.form == "negated" else ""
         default = shown_default(s.name)
         default = f"`{default}`" if default else "none" if s.name in _TUPLES else '`""`'
         choices = "; one of " + ", ".join(f"`{c}`" for c in s.choices if c) if s.choices else ""
