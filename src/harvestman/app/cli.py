@@ -11,7 +11,7 @@ from pathlib import Path
 
 from harvestman import __version__
 from harvestman.app import cli_batch, cli_cycle, cli_extract, cli_features, cli_focus, cli_recrawl, cli_search
-from harvestman.app.options import CONFIG_HELP, DIR_HELP, add_setting_options, given_settings
+from harvestman.app.options import CONFIG_HELP, DB_HELP, DIR_HELP, add_setting_options, given_settings
 from harvestman.app.progress import print_summary
 from harvestman.app.report import EXPORT_FORMATS, EXPORT_WHAT, crawl_report, export_records
 from harvestman.app.run import resumed_config, run_crawl, worker_config
@@ -26,8 +26,6 @@ from harvestman.model.errors import (
     StorageError,
 )
 from harvestman.policy.revive import check_retry_classes
-
-DB_HELP = "the crawl database (default DIR/crawl.db): a path, sqlite:///PATH or postgresql://USER@HOST/DB"
 
 
 def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:

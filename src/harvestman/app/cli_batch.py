@@ -5,18 +5,17 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from harvestman.app.options import DIR_HELP
+from harvestman.app.options import DB_HELP, DIR_HELP
 from harvestman.batch.engine import ENGINES
 from harvestman.batch.ranks import ALGORITHMS
 from harvestman.model.errors import EXIT_OK, ConfigError
 
 COMMANDS = ("invertlinks", "rank", "dedup")
-_DB_HELP = "the crawl database (default DIR/crawl.db): a path, sqlite:///PATH or postgresql://USER@HOST/DB"
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("dir", type=Path, metavar="DIR", help=DIR_HELP)
-    parser.add_argument("--db", metavar="URL", default="", help=_DB_HELP)
+    parser.add_argument("--db", metavar="URL", default="", help=DB_HELP)
     parser.add_argument("--engine", choices=ENGINES, default="duckdb",
                         help="run the job on embedded DuckDB (default) or on Apache Spark (pyspark)")
     parser.add_argument("--reuse-snapshot", action="store_true",

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from harvestman.app.options import CONFIG_HELP, DIR_HELP, add_setting_options, given_settings
+from harvestman.app.options import CONFIG_HELP, DB_HELP, DIR_HELP, add_setting_options, given_settings
 from harvestman.batch.crawldir import load_config
 from harvestman.batch.cycle import crawl_exists, run_cycle
 from harvestman.batch.fetch_segment import FetchedSegment, SegmentFetch
@@ -31,7 +31,6 @@ from harvestman.model.errors import EXIT_FAILED, EXIT_OK, ConfigError
 from harvestman.policy.ordering import RANKED_ORDERINGS
 
 COMMANDS = ("inject", "generate", "fetch", "parse", "updatedb", "readdb")
-DB_HELP = "the crawl database (default DIR/crawl.db): a path, sqlite:///PATH or postgresql://USER@HOST/DB"
 # The crawl a step works on is its DIR and --db; seeds are inject's; resuming and a page budget are
 # the continuous crawl's.
 _NOT_SETTINGS = frozenset({"db", "seeds", "out_dir", "resume", "max_pages"})

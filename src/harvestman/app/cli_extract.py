@@ -10,12 +10,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from harvestman.app.options import DIR_HELP
+from harvestman.app.options import DB_HELP, DIR_HELP
 from harvestman.model.errors import EXIT_OK, ConfigError
 
 COMMANDS = ("extract", "query")
 FORMATS = ("table", "json", "csv")
-_DB_HELP = "the crawl database (default DIR/crawl.db): a path, sqlite:///PATH or postgresql://USER@HOST/DB"
 _CELL = 60  # widest cell the table format prints; --format json or csv gives whole values
 
 
@@ -25,14 +24,14 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         "extract", help="JSON-LD, microdata, RDFa, OpenGraph and field rules of the fetched pages, "
                         "as one Parquet table per type in DIR/tables")
     extract.add_argument("dir", type=Path, metavar="DIR", help=DIR_HELP)
-    extract.add_argument("--db", metavar="URL", default="", help=_DB_HELP)
+    extract.add_argument("--db", metavar="URL", default="", help=DB_HELP)
     extract.add_argument("--rules", type=Path, metavar="FILE.toml",
                          help="field rules: CSS or XPath selectors to named fields, per page category")
     query = subparsers.add_parser(
         "query", help="run DuckDB SQL over DIR/tables, the pages, and search('words')")
     query.add_argument("dir", type=Path, metavar="DIR", help=DIR_HELP)
     query.add_argument("sql", metavar="SQL", help="one SQL statement, e.g. \"SELECT * FROM person\"")
-    query.add_argument("--db", metavar="URL", default="", help=_DB_HELP)
+    query.add_argument("--db", metavar="URL", default="", help=DB_HELP)
     query.add_argument("--format", choices=FORMATS, default="table", help="how to print rows (default table)")
     query.add_argument("--json", dest="format", action="store_const", const="json",
                        help="print rows as a JSON list of objects (--format json)")

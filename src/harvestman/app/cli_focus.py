@@ -10,7 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harvestman.app.options import DIR_HELP
+from harvestman.app.options import DB_HELP, DIR_HELP
 from harvestman.batch.harvest import harvest_curve, write_curve
 from harvestman.crawl.focusfile import (
     FOCUS_DIR,
@@ -38,13 +38,13 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     replay = subparsers.add_parser(
         "replay", help="run a focus strategy over a previous crawl's pages and link graph, offline")
     replay.add_argument("dir", type=Path, metavar="DIR", help=DIR_HELP)
-    replay.add_argument("--focus", type=Path, metavar="FILE.toml",
+    replay.add_argument("--focus", type=Path, metavar="FILE",
                         help="the focus file (mode, topics, examples); without it, the crawl's bfs")
     replay.add_argument("--budget", type=int, default=0, metavar="N",
                         help="fetch at most N pages (default all)")
     replay.add_argument("--out", type=Path, metavar="FOLDER",
                         help="where the curve goes (default DIR/replay-MODE)")
-    replay.add_argument("--db", metavar="URL", default="", help="the crawl database (default DIR/crawl.db)")
+    replay.add_argument("--db", metavar="URL", default="", help=DB_HELP)
 
 
 def _fetch_examples(cfg: CrawlConfig) -> Callable[[list[str]], dict[str, str]]:

@@ -9,11 +9,10 @@ import re
 import sys
 from pathlib import Path
 
-from harvestman.app.options import DIR_HELP
+from harvestman.app.options import DB_HELP, DIR_HELP
 from harvestman.model.errors import EXIT_OK, ConfigError
 
 COMMANDS = ("index", "search")
-_DB_HELP = "the crawl database (default DIR/crawl.db): a path, sqlite:///PATH or postgresql://USER@HOST/DB"
 _MARK = re.compile(r"</?b>")
 
 
@@ -22,7 +21,7 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     index = subparsers.add_parser(
         "index", help="build or update the full-text index of the fetched pages (DIR/searchindex)")
     index.add_argument("dir", type=Path, metavar="DIR", help=DIR_HELP)
-    index.add_argument("--db", metavar="URL", default="", help=_DB_HELP)
+    index.add_argument("--db", metavar="URL", default="", help=DB_HELP)
     index.add_argument("--rebuild", action="store_true", help="index every page again, not only changes")
     search = subparsers.add_parser("search", help="search the crawl's full-text index: ranked pages")
     search.add_argument("dir", type=Path, metavar="DIR", help=DIR_HELP)
@@ -33,7 +32,7 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     search.add_argument("--site", metavar="HOST", help="only pages of this host (or host:port, or domain)")
     search.add_argument("--category", metavar="C", help="only pages of this category (from the features)")
     search.add_argument("--json", action="store_true", help="print one JSON object: query, total, hits")
-    search.add_argument("--db", metavar="URL", default="", help=_DB_HELP)
+    search.add_argument("--db", metavar="URL", default="", help=DB_HELP)
 
 
 def _highlight(snippet: str, tty: bool) -> str:

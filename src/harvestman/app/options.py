@@ -18,6 +18,8 @@ from harvestman.model.settings import SETTING, SETTINGS, Command, Setting, optio
 
 # What DIR means wherever a command names a crawl.
 DIR_HELP = "the crawl's folder: its database, WARC files, logs"
+# What --db means to a command that opens a crawl (the setting's own words).
+DB_HELP = SETTING["db"].help
 CONFIG_HELP = "read settings from a TOML file (docs/config.md); options given here win over it"
 _DEFAULTS = CrawlConfig()
 _TYPES: dict[str, Callable[[str], Any]] = {"int": int, "float": float, "Path": Path}
