@@ -198,3 +198,13 @@ def test_docs_config_table_is_the_declarations() -> None:
     for setting in SETTINGS:
         assert f"| `{setting.name}` |" in document
     assert SETTING["ordering"].flags[0] in document
+
+
+def test_the_example_config_names_options_by_their_canonical_spelling() -> None:
+    text = (DOCS / "harvestman.example.toml").read_text(encoding="utf-8")
+    named = set(re.findall(r"--[a-z][a-z0-9-]*", text))
+    canonical = {s.flags[0] for s in SETTINGS if s.flags}
+    others = {"--config", "--rounds", "--strategy", "--what"}  # options of commands, not settings
+    assert named - others <= canonical, named - others - canonical
+    old = {alias for s in SETTINGS for alias in s.aliases}
+    assert not named & old
