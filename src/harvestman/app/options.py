@@ -24,6 +24,7 @@ CONFIG_HELP = "read settings from a TOML file (docs/config.md); options given he
 _DEFAULTS = CrawlConfig()
 _TYPES: dict[str, Callable[[str], Any]] = {"int": int, "float": float, "Path": Path}
 _FIELD_TYPES = {f.name: str(f.type) for f in dataclasses.fields(CrawlConfig)}
+_TUPLES = frozenset(name for name, kind in _FIELD_TYPES.items() if kind.startswith("tuple"))
 _MIB = 1024 * 1024
 _DAY = 86400
 
@@ -86,13 +87,12 @@ def _option_kwargs(setting: Setting) -> dict[str, Any]:
 
 
 def add_setting_options(parser: argparse.ArgumentParser, command: Command,
-                        *, required: Collection[str] = (), helps: dict[str, str] | None = None) -> None:
-    """Add the options `command` has for settings; `required` names those it cannot do without,
-    `helps` a command's own help for some."""
+                        *, required: Collection[str] = ()) -> None:
+    """Add the options `command` has for settings; `required` names those it cannot do without."""
     # The required ones first: the help starts with what a command cannot do without.
     for setting in sorted(options_of(command), key=lambda s: s.name not in required):
         kwargs = _option_kwargs(setting)
-        shown = (helps or {}).get(setting.name) or option_help(setting, required=setting.name in required)
+        shown = option_help(setting, required=setting.name in required)
         if setting.name in required:
             # An old spelling may stand for a required option: one of the group is required, and
             # argparse's message names the shown spelling only.
@@ -137,9 +137,6 @@ def settings_table() -> str:
         rows.append(f"| `{s.name}` | `[{SECTION_OF[s.name]}]` | {option} | {default} | "
                     f"{_SCOPE_WORDS[s.scope]} | {'yes' if s.api else 'no'} | {text} |")
     return "\n".join(rows)
-
-
-_TUPLES = frozenset(name for name, kind in _FIELD_TYPES.items() if kind.startswith("tuple"))
 
 
 def with_table(document: str) -> str:

@@ -9,7 +9,7 @@ sets (below) and the option table of docs/config.md are all derived from this ta
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from typing import Literal
 
 # ----- the choices of the settings that are one of a few words -----------------------------------
 
@@ -217,7 +217,6 @@ RUN_ONLY = frozenset(s.name for s in SETTINGS if s.scope in ("run", "run-wide"))
 # What a request to the API may not set: the server decides it, or it names a file or program of
 # the server's machine.
 NOT_SETTABLE = frozenset(s.name for s in SETTINGS if not s.api)
-SCOPE_NAMES: tuple[str, ...] = get_args(Scope)
 
 
 def flag_name(setting: str) -> str:
