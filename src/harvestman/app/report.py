@@ -13,7 +13,7 @@ from typing import Any
 
 from harvestman.model.errors import ConfigError, StorageError
 from harvestman.model.records import LinkEdge, UrlRecord, UrlState
-from harvestman.store.factory import DEFAULT_DB_NAME, open_store, store_location
+from harvestman.store.crawldir import CrawlDir
 from harvestman.store.frontier import CrawlDb
 
 EXPORT_BATCH = 10_000
@@ -37,9 +37,7 @@ class Exported:
 def open_crawl(folder: Path, db: str = "") -> CrawlDb:
     """Open a crawl's database (`db`, or the folder's crawl.db) for reading, with a clear error
     when there is none."""
-    if not db and not (Path(folder) / DEFAULT_DB_NAME).is_file():
-        raise ConfigError(f"{folder} holds no crawl (no {DEFAULT_DB_NAME} there)")
-    return open_store(store_location(db, folder), read_only=True)
+    return CrawlDir(Path(folder), db).open(read_only=True)
 
 
 def utc_time(ts: float) -> datetime | None:

@@ -9,7 +9,7 @@ from harvestman.model.errors import HarvestmanError
 from harvestman.model.records import UrlState
 from harvestman.serve.crawls import RUNNING_STATES, CrawlInfo
 from harvestman.serve.eventlog import EventFigures
-from harvestman.store.factory import DEFAULT_DB_NAME, open_store, store_location
+from harvestman.store.crawldir import CrawlDir
 from harvestman.store.frontier import CrawlDb
 
 TOP_HOSTS = 10
@@ -18,9 +18,8 @@ _PAGE_STATES = (UrlState.FETCHED, UrlState.NOT_MODIFIED)
 
 def open_db(info: CrawlInfo) -> CrawlDb | None:
     """The crawl's database opened for reading; None before the crawl has made it."""
-    if not info.db and not (info.paths.crawl_dir / DEFAULT_DB_NAME).is_file():
-        return None
-    return open_store(store_location(info.db, info.paths.crawl_dir), read_only=True)
+    crawl = CrawlDir(info.paths.crawl_dir, info.db)
+    return crawl.open(read_only=True) if crawl.holds_crawl() else None
 
 
 def summary(info: CrawlInfo, events: EventFigures) -> dict[str, Any]:
