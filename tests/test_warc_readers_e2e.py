@@ -5,12 +5,19 @@ the served search)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import time
 from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
 
+from harvestman.index.schema import open_index
+from harvestman.model.records import UrlState
+from harvestman.serve.crawls import CrawlInfo
+from harvestman.serve.layout import CrawlPaths
+from harvestman.serve.search import Searcher
 from harvestman.store.sqlite_store import SqliteStore
-from tests.support.crawlcheck import run_cli
+from tests.support.crawlcheck import harvestman_cmd, run_cli
 from tests.support.nginx import NginxServer, free_port, require_nginx
 from tests.support.sitegen import generate_site
 
@@ -59,3 +66,79 @@ def test_cdxj_export_of_a_crawl_without_warc_records_says_so(tmp_path: Path) -> 
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("0 index lines written")
     assert "no finished WARC file" in done.stderr
+
+
+# -- the search index of a running crawl --------------------------------------------------------------
+
+
+def _fetched_html(out: Path) -> int:
+    store = SqliteStore(out / "crawl.db", host_of=lambda u: u, read_only=True)
+    try:
+        return sum(1 for r in store.records() if r.state == UrlState.FETCHED
+                   and r.content_type.startswith("text/html"))
+    finally:
+        store.close()
+
+
+def _indexed(out: Path) -> int:
+    index = open_index(out)
+    index.reload()
+    return int(index.searcher().num_docs)
+
+
+def _slow_crawl(tmp_path: Path, out: Path, while_running: object) -> None:
+    """Crawl ~200 pages politely slowly; call `while_running()` twice once some have been fetched."""
+    require_nginx()
+    port = free_port(HOSTS[0])
+    spec = generate_site(tmp_path / "site", HOSTS, 100, 3, seed=7, port=port)
+    with NginxServer(tmp_path / "site", HOSTS, port) as server:
+        proc = subprocess.Popen(harvestman_cmd("crawl", *spec.seeds, "--out", str(out), *NET, "--scope",
+                                               "any", "-q", "--workers", "1", "--delay", "0.05"),
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            for wanted in (30, 60):
+                deadline = time.monotonic() + 60
+                while len(server.requests()) < wanted and time.monotonic() < deadline \
+                        and proc.poll() is None:
+                    time.sleep(0.05)
+                assert proc.poll() is None, "the crawl ended before the index could run during it"
+                assert callable(while_running)
+                while_running()
+            _, err = proc.communicate(timeout=120)
+            assert proc.returncode == 0, err
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait(timeout=10)
+    assert len(spec.reachable) > 150
+
+
+def test_index_run_during_a_crawl_then_after_holds_every_page(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+
+    def index_now() -> None:
+        done = run_cli("index", str(out))
+        assert done.returncode == 0, done.stderr
+
+    _slow_crawl(tmp_path, out, index_now)
+    done = run_cli("index", str(out))
+    assert done.returncode == 0, done.stderr
+    pages = _fetched_html(out)
+    assert done.stdout.startswith(f"{pages} pages in the index"), done.stdout
+    rebuilt = run_cli("index", str(out), "--rebuild")
+    assert rebuilt.stdout.startswith(f"{pages} pages in the index"), rebuilt.stdout
+
+
+def test_served_search_of_a_running_then_finished_crawl_finds_every_page(tmp_path: Path) -> None:
+    folder = tmp_path / "served"
+    info = CrawlInfo("c1", CrawlPaths(folder), (), {}, 0.0, "running", "", "")
+    searcher = Searcher()
+    found: list[int] = []
+
+    def search_now() -> None:
+        found.append(searcher.search(info, "orchard OR spider OR silk OR web OR crawler", 5)["total"])
+
+    _slow_crawl(tmp_path, info.paths.crawl_dir, search_now)
+    assert found[-1] > 0  # pages were found while it ran
+    searcher.search(info, "orchard", 5)
+    assert _indexed(info.paths.crawl_dir) == _fetched_html(info.paths.crawl_dir)
