@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from harvestman.fetch.content import media_type
 from harvestman.model.errors import StorageError
 from harvestman.model.records import Headers
 from harvestman.store.warc import OPEN_SUFFIX, complete_length
@@ -29,8 +30,17 @@ def crawl_warc_files(folder: Path, *, open_files: bool = False) -> list[Path]:
     (DIR/warc/), sorted by path, so a folder's files come in the order written (their names start with
     a timestamp); with `open_files`, the files still being written (`.warc.gz.open`) too."""
     folder = Path(folder)
-    patterns = [*_PATTERNS, *(p + OPEN_SUFFIX for p in _PATTERNS)] if open_files else _PATTERNS
-    return sorted(p for pattern in patterns for p in folder.glob(pattern))
+    return sorted(p for pattern in _patterns(_PATTERNS, open_files) for p in folder.glob(pattern))
+
+
+def warc_files_in(warc_dir: Path, *, open_files: bool = False) -> list[Path]:
+    """The WARC files of one WARC folder (a segment's `warc/`, say), in the order written."""
+    warc_dir = Path(warc_dir)
+    return sorted(p for pattern in _patterns(("*.warc.gz",), open_files) for p in warc_dir.glob(pattern))
+
+
+def _patterns(patterns: tuple[str, ...], open_files: bool) -> list[str]:
+    return [*patterns, *(p + OPEN_SUFFIX for p in patterns)] if open_files else list(patterns)
 
 
 def is_open(path: Path) -> bool:
@@ -65,11 +75,6 @@ class ReadCounts:
     """What a read left out: records cut off at the end of files still being written."""
 
     torn_files: int = 0  # open files whose last bytes were not a whole record yet
-
-
-def media_type(content_type: str) -> str:
-    """`text/html; charset=utf-8` → `text/html`."""
-    return content_type.split(";", 1)[0].strip().lower()
 
 
 def _stream(path: Path, counts: ReadCounts | None) -> BinaryIO:
