@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from warcio.archiveiterator import ArchiveIterator
@@ -86,14 +87,15 @@ def _indexed(out: Path) -> int:
     return int(index.searcher().num_docs)
 
 
-def _slow_crawl(tmp_path: Path, out: Path, while_running: object) -> None:
-    """Crawl ~200 pages politely slowly; call `while_running()` twice once some have been fetched."""
+def _slow_crawl(tmp_path: Path, out: Path, while_running: Callable[[], None]) -> None:
+    """Crawl ~200 pages slowly (a tenth of a second between a host's fetches); call `while_running()`
+    once 30 pages were fetched, and again at 60 if the crawl still runs."""
     require_nginx()
     port = free_port(HOSTS[0])
     spec = generate_site(tmp_path / "site", HOSTS, 100, 3, seed=7, port=port)
     with NginxServer(tmp_path / "site", HOSTS, port) as server:
         proc = subprocess.Popen(harvestman_cmd("crawl", *spec.seeds, "--out", str(out), *NET, "--scope",
-                                               "any", "-q", "--workers", "1", "--delay", "0.05"),
+                                               "any", "-q", "--workers", "1", "--delay", "0.1"),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:
             for wanted in (30, 60):
@@ -101,8 +103,9 @@ def _slow_crawl(tmp_path: Path, out: Path, while_running: object) -> None:
                 while len(server.requests()) < wanted and time.monotonic() < deadline \
                         and proc.poll() is None:
                     time.sleep(0.05)
+                if wanted > 30 and proc.poll() is not None:
+                    break  # a slow machine: once during the crawl is what counts
                 assert proc.poll() is None, "the crawl ended before the index could run during it"
-                assert callable(while_running)
                 while_running()
             _, err = proc.communicate(timeout=120)
             assert proc.returncode == 0, err
