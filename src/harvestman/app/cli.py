@@ -231,7 +231,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument(
         "--format", choices=EXPORT_FORMATS, default="jsonl",
-        help="jsonl or parquet: one record per URL; cdxj: an index of DIR/warc for replay tools (pywb)",
+        help="jsonl or parquet: one record per URL; cdxj: an index of the WARC files for replay tools (pywb)",
     )
     export.add_argument(
         "--output", type=Path, metavar="FILE",
@@ -373,6 +373,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             what = "pages" if args.what == "pages" else what
             what = "documents" if args.what == "index" else what
             print(f"{written.count} {what} written to {written.path}")
+            if written.note:
+                print(f"note: {written.note}", file=sys.stderr)
             return EXIT_OK
         if args.command == "demo":
             return run_demo(args.out, args.quiet)
