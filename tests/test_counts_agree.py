@@ -7,6 +7,7 @@ robots.txt is read for the crawl's own use and is none of its URLs."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -79,3 +80,33 @@ def test_robots_txt_is_no_url_of_the_crawl(site: NginxServer, tmp_path: Path) ->
     [host] = status["hosts"].values()
     assert host["states"]["fetched"] == len(PAGES)
     assert "/robots.txt" in {e.uri for e in site.requests()}  # read all the same, for the crawl itself
+
+
+def test_the_last_event_and_the_summary_count_alike(site: NginxServer, tmp_path: Path) -> None:
+    pytest.importorskip("fastapi")
+    pytest.importorskip("uvicorn")
+    from tests.support.serveproc import ServeProcess, wait_for
+
+    settings = {"allow_net": ["127.66.12.0/24"], "workers": 1}
+    with ServeProcess(tmp_path / "root") as server:
+        reply = server.call("POST", "/api/crawls", {"seeds": [site.url(HOST, "/")], "settings": settings})
+        assert reply.status == 201, reply.body
+        path = f"/api/crawls/{reply.json()['id']}"
+
+        def finished() -> dict[str, object] | None:
+            summary: dict[str, object] = server.call("GET", path).json()
+            assert summary["state"] != "failed", summary
+            return summary if summary["state"] == "finished" else None
+
+        summary = wait_for(finished, 90, "the crawl to finish")
+        stream = server.call("GET", f"{path}/events").body.decode()
+        urls = server.call("GET", f"{path}/urls?limit=1000").json()["urls"]
+    [last] = [json.loads(line[6:]) for line in stream.splitlines()
+              if line.startswith("data: ") and '"crawl_finished"' in line]
+    counted = re.fullmatch(r"(\d+) (?:pages|fetched), (\d+) failed", last["message"])
+    assert counted, last
+    assert (int(counted[1]), int(counted[2])) == (summary["pages"], summary.get("failed")), (last, summary)
+    assert (summary["pages"], summary["failed"]) == (len(PAGES), len(FAILED))
+    listed = _paths((u["url"] for u in urls), site.port)
+    assert listed == PAGES | FAILED | SKIPPED | REDIRECTS  # robots.txt is no URL of the crawl
+    assert sum(u["state"] in ("fetched", "not_modified") for u in urls) == summary["pages"]
