@@ -68,6 +68,22 @@ def _paths(urls: Iterable[str], port: int) -> set[str]:
     return {url.removeprefix(prefix) for url in urls}
 
 
+def test_fetch_and_updatedb_print_the_same_counts(site: NginxServer, tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    ok("inject", str(out), site.url(HOST, "/"), *NET, "--workers", "1", "-q")
+    lines = []
+    for _ in range(3):
+        ok("generate", str(out), "--top-n", "50")
+        fetched = ok("fetch", str(out), "-q")
+        merged = ok("updatedb", str(out))
+        fetch_line = re.search(r"fetched segment \S+: (\d+) pages?(?:, (\d+) failed)?", fetched)
+        merge_line = re.search(r"merged segment \S+: (\d+) (?:pages?|fetched)(?:, (\d+) failed)?", merged)
+        assert fetch_line and merge_line, (fetched, merged)
+        assert fetch_line.groups() == merge_line.groups(), (fetched, merged)
+        lines.append(merged)
+    assert any("1 skipped" in line for line in lines), lines  # what differs is named
+
+
 def test_robots_txt_is_no_url_of_the_crawl(site: NginxServer, tmp_path: Path) -> None:
     out = tmp_path / "out"
     ok("crawl", site.url(HOST, "/"), "--out", str(out), *NET, "--workers", "1", "-q")
