@@ -144,6 +144,10 @@ def _new_or_stored(folder: Path, db: str, values: dict[str, Any]) -> CrawlConfig
     return config_from_mapping({**values, "out_dir": folder, "db": db})
 
 
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def _say(args: argparse.Namespace, line: str) -> None:
     print(line, file=sys.stderr if getattr(args, "quiet", None) else sys.stdout)
 
@@ -176,7 +180,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"harvestman: fetch of segment {path.name} stopped; run harvestman fetch again to go on",
                   file=sys.stderr)
             return EXIT_FAILED
-        print(f"fetched segment {path.name}: {fetched.status.fetched if fetched.status else 0} pages")
+        status = fetched.status
+        # Counted as updatedb counts the segment's URLs (PageCounts): the two lines agree.
+        print(f"fetched segment {path.name}: {_count(status.fetched if status else 0, 'page')}, "
+              f"{status.failed if status else 0} failed")
         return EXIT_OK
     if command == "parse":
         pages = parse_segment(args.dir, cfg.links, args.segment)
@@ -184,8 +191,9 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     if command == "updatedb":
         merged = updatedb(args.dir, cfg, args.segment)
-        print(f"merged segment {merged.segment.name}: {merged.fetched} fetched, {merged.new_urls} new URLs, "
-              f"{merged.released} not fetched (due again)")
+        refused = f", {merged.refused} skipped (robots.txt, host budget)" if merged.refused else ""
+        print(f"merged segment {merged.segment.name}: {_count(merged.pages, 'page')}, {merged.failed} failed"
+              f"{refused}, {merged.new_urls} new URLs, {merged.released} not fetched (due again)")
         return EXIT_OK
     raise ConfigError(f"unknown command {command!r}")
 
