@@ -478,6 +478,20 @@ def test_stopping_an_ended_crawl_changes_nothing(server: ServeProcess, done_craw
     assert reply.status == 200 and reply.json()["state"] == "finished"
 
 
+def test_the_server_never_imports_the_cli() -> None:
+    # The server and a served crawl's process run crawls through app/run.py, never through a
+    # command-line module.
+    code = (
+        "import sys, harvestman.serve.runner, harvestman.serve.jobs, harvestman.serve.app, "
+        "harvestman.app.run, harvestman.serve.settings; "
+        "print(sorted(m for m in sys.modules if m.startswith('harvestman.app.cli')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[]"
+
+
 def test_the_crawl_and_the_cli_never_import_fastapi() -> None:
     code = (
         "import sys, harvestman.app.cli, harvestman.serve.runner, harvestman.serve.settings; "
