@@ -14,7 +14,7 @@ from harvestman import __version__
 from harvestman.app import cli_batch, cli_cycle, cli_extract, cli_features, cli_focus, cli_recrawl, cli_search
 from harvestman.app.progress import print_summary
 from harvestman.app.report import EXPORT_FORMATS, EXPORT_WHAT, crawl_report, export_records
-from harvestman.app.run import resumed_config, run_crawl, worker_config
+from harvestman.app.run import check_crawl_order, resumed_config, run_crawl, worker_config
 from harvestman.model.config import CrawlConfig, config_from_mapping, load_toml
 from harvestman.model.errors import (
     EXIT_FAILED,
@@ -352,7 +352,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cli_cycle.run(args)
         if args.command in ("crawl", "download"):
             cfg = config_from_args(args, follow=args.command == "crawl")
-            cli_cycle.check_crawl_order(cfg)
+            check_crawl_order(cfg)
             if cfg.focus_file:  # focused crawling: the focus trained first, the harvest curve after
                 return cli_focus.run_focused(cfg, run_crawl)
             return run_crawl(cfg, retry_failed=check_retry_classes(args.retry_failed or ()))

@@ -19,7 +19,7 @@ from typing import Any
 from harvestman.batch.crawldir import load_config
 from harvestman.batch.cycle import crawl_exists, run_cycle
 from harvestman.batch.fetch_segment import FetchedSegment, SegmentFetch
-from harvestman.batch.generate import ORDERS, check_score_source, generate
+from harvestman.batch.generate import ORDERS, generate
 from harvestman.batch.inject import inject
 from harvestman.batch.parse_segment import parse_segment
 from harvestman.batch.readdb import DUMP_FORMATS, dump, stats, url_info
@@ -27,7 +27,6 @@ from harvestman.batch.seeds import SeedLine, parse_seed_lines, read_seed_file
 from harvestman.batch.updatedb import updatedb
 from harvestman.model.config import CrawlConfig, config_from_mapping, load_toml
 from harvestman.model.errors import EXIT_FAILED, EXIT_OK, ConfigError
-from harvestman.policy.ordering import RANKED_ORDERINGS
 
 COMMANDS = ("inject", "generate", "fetch", "parse", "updatedb", "readdb")
 DB_HELP = "the crawl database (default DIR/crawl.db): a path, sqlite:///PATH or postgresql://USER@HOST/DB"
@@ -234,23 +233,6 @@ def fetch_with_display(folder: Path, cfg: CrawlConfig, segment: Path) -> Fetched
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return run_.wait()
-
-
-def check_crawl_order(cfg: CrawlConfig) -> None:
-    """Refuse a continuous crawl ordered by scores a rank job has not stored (--order pagerank)."""
-    if cfg.ordering not in RANKED_ORDERINGS:
-        return
-    folder = Path(cfg.out_dir)
-    if not crawl_exists(folder, cfg.db):
-        raise ConfigError(f"--order {cfg.ordering} orders by the scores `harvestman rank` stores: crawl "
-                          f"first, then run harvestman rank {folder} --algorithm {cfg.ordering}")
-    from harvestman.batch.crawldir import open_crawl_store
-
-    store = open_crawl_store(folder, cfg.db, read_only=True)
-    try:
-        check_score_source(store, cfg.ordering, folder)
-    finally:
-        store.close()
 
 
 def run_rounds(args: argparse.Namespace) -> int:
