@@ -27,6 +27,7 @@ from harvestman.model.errors import (
     EXIT_OK,
     EXIT_USAGE,
     ConfigError,
+    CrawlExistsError,
     HarvestmanError,
     StorageError,
 )
@@ -497,6 +498,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from harvestman.serve.server import serve  # FastAPI loads only for the server
 
             return serve(args.data, args.host, args.port, args.token, args.db)
+    except CrawlExistsError as exc:  # the library's message names settings; the command line's, flags
+        print(f"harvestman: error: {exc.where} already holds a crawl; pass --resume to continue it, or "
+              f"choose another --out{' or --db' if exc.in_db else ''}", file=sys.stderr)
+        return EXIT_USAGE
     except ConfigError as exc:
         print(f"harvestman: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
