@@ -1,5 +1,6 @@
 """The bundled demo web: pages, robots.txt, port substitution, redirect, 404, conditional GET, ranges;
-the `demo_web()` helper for programs, and the guide `harvestman demo` prints after its crawl."""
+the `demo_web()` helper for programs, the guide `harvestman demo` prints after its crawl, and its refusal of
+a folder that holds a crawl."""
 
 from __future__ import annotations
 
@@ -216,3 +217,15 @@ def test_the_demo_command_says_what_to_look_at(tmp_path: Path) -> None:
     assert f"{site_b}/sitemap.xml|Success" in (out / "download.log").read_text()
     assert f"harvestman status {out}" in done.stdout and f"harvestman export {out}" in done.stdout
     assert f"{out / 'warc'}/" in done.stdout and list((out / "warc").glob("*.warc.gz"))
+
+
+def test_the_demo_refuses_a_folder_that_holds_a_crawl_in_its_own_words(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    assert run_cli("demo", "--out", str(out), "-q", timeout=60).returncode == 0
+    log = (out / "download.log").read_text()
+    again = run_cli("demo", "--out", str(out), "-q", timeout=60)
+    assert again.returncode == 2
+    # demo has no --resume: the message names what demo takes, and a command that shows the crawl.
+    assert again.stderr == (f"harvestman: error: {out} already holds a crawl: choose a new --out, or look at "
+                            f"it with `harvestman status {out}`\n")
+    assert (out / "download.log").read_text() == log  # refused before anything was crawled

@@ -430,9 +430,17 @@ def run_crawl(cfg: CrawlConfig, policies: Policies = NO_POLICIES, *, join: bool 
 
 def run_demo(out: Path | None, quiet: bool) -> int:
     """Serve the bundled demo web on loopback addresses, crawl it, and say what to look at."""
-    from harvestman.app.demo import DEMO_SIGHTS, DemoServer, demo_config_values, demo_guide
+    from harvestman.app.demo import (
+        DEMO_SIGHTS,
+        DemoServer,
+        check_demo_folder,
+        demo_config_values,
+        demo_guide,
+    )
     from harvestman.app.report import open_crawl
 
+    if out is not None:
+        check_demo_folder(out)
     folder = out or Path(tempfile.mkdtemp(prefix="harvestman-demo-"))
     with DemoServer() as server:
         values = demo_config_values(server)

@@ -30,6 +30,8 @@ from types import TracebackType
 from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
+from harvestman.batch.cycle import crawl_exists
+from harvestman.model.errors import ConfigError
 from harvestman.model.records import UrlRecord
 
 DEMO_ROOT = Path(__file__).resolve().parent / "demo_site"
@@ -442,3 +444,11 @@ def demo_guide(server: DemoServer, folder: Path, records: Mapping[str, UrlRecord
     lines.append("To look for yourself:")
     lines += [f"  {command.ljust(width)}   {what}" for command, what in commands]
     return "\n".join(lines)
+
+
+def check_demo_folder(folder: Path) -> None:
+    """Refuse a demo into a folder that holds a crawl: the demo web's port, hence its URLs, is new each
+    run, so continuing that crawl would mix two copies of the demo."""
+    if crawl_exists(folder, ""):
+        raise ConfigError(f"{folder} already holds a crawl: choose a new --out, or look at it with "
+                          f"`harvestman status {folder}`")
