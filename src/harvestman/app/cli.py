@@ -257,6 +257,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", "-o", type=Path, metavar="DIR", help="output folder (default: a new temporary one)"
     )
     demo.add_argument("--quiet", "-q", action="store_true", default=None, help="no progress display")
+    demo.add_argument("--serve", action="store_true",
+                      help="after the crawl, keep the demo web up (until Ctrl-C) for the other commands")
     cli_batch.add_commands(commands)
     cli_features.add_commands(commands)
     cli_extract.add_commands(commands)
@@ -428,14 +430,17 @@ def run_crawl(cfg: CrawlConfig, policies: Policies = NO_POLICIES, *, join: bool 
     return finish(cfg, job.stats, status.verdict)
 
 
-def run_demo(out: Path | None, quiet: bool) -> int:
-    """Serve the bundled demo web on loopback addresses, crawl it, and say what to look at."""
+def run_demo(out: Path | None, quiet: bool, serve: bool = False) -> int:
+    """Serve the bundled demo web on loopback addresses, crawl it, and say what to look at; with
+    `serve`, keep the web up until Ctrl-C or SIGTERM for the other commands to try."""
     from harvestman.app.demo import (
         DEMO_SIGHTS,
         DemoServer,
         check_demo_folder,
         demo_config_values,
         demo_guide,
+        serve_until_stopped,
+        serving_guide,
     )
     from harvestman.app.report import open_crawl
 
@@ -453,6 +458,9 @@ def run_demo(out: Path | None, quiet: bool) -> int:
             frontier.close()
         print()
         print(demo_guide(server, folder, records))
+        if serve:
+            print()
+            serve_until_stopped(serving_guide(server, folder))
     print(f"\ndemo crawl stored in {folder}")
     return code
 
@@ -489,7 +497,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{written.count} {what} written to {written.path}")
             return EXIT_OK
         if args.command == "demo":
-            return run_demo(args.out, args.quiet)
+            return run_demo(args.out, args.quiet, args.serve)
         if args.command in cli_batch.COMMANDS:
             return cli_batch.run(args)
         if args.command in cli_features.COMMANDS:
