@@ -22,6 +22,7 @@ from harvestman.model.errors import (
     EXIT_OK,
     EXIT_USAGE,
     ConfigError,
+    CrawlExistsError,
     HarvestmanError,
     StorageError,
 )
@@ -257,6 +258,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", "-o", type=Path, metavar="DIR", help="output folder (default: a new temporary one)"
     )
     demo.add_argument("--quiet", "-q", action="store_true", default=None, help="no progress display")
+    demo.add_argument("--serve", action="store_true",
+                      help="after the crawl, keep the demo web up (until Ctrl-C) for the other commands")
     cli_batch.add_commands(commands)
     cli_features.add_commands(commands)
     cli_extract.add_commands(commands)
@@ -320,11 +323,22 @@ def read_url_file(path: Path) -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
 
 
-def run_demo(out: Path | None, quiet: bool) -> int:
-    """Serve the bundled demo web on loopback addresses, crawl it, and say what to look at."""
-    from harvestman.app.demo import DEMO_SIGHTS, DemoServer, demo_config_values, demo_guide
+def run_demo(out: Path | None, quiet: bool, serve: bool = False) -> int:
+    """Serve the bundled demo web on loopback addresses, crawl it, and say what to look at; with
+    `serve`, keep the web up until Ctrl-C or SIGTERM for the other commands to try."""
+    from harvestman.app.demo import (
+        DEMO_SIGHTS,
+        DemoServer,
+        check_demo_folder,
+        demo_config_values,
+        demo_guide,
+        serve_until_stopped,
+        serving_guide,
+    )
     from harvestman.app.report import open_crawl
 
+    if out is not None:
+        check_demo_folder(out)
     folder = out or Path(tempfile.mkdtemp(prefix="harvestman-demo-"))
     with DemoServer() as server:
         values = demo_config_values(server)
@@ -337,6 +351,9 @@ def run_demo(out: Path | None, quiet: bool) -> int:
             frontier.close()
         print()
         print(demo_guide(server, folder, records))
+        if serve:
+            print()
+            serve_until_stopped(serving_guide(server, folder))
     print(f"\ndemo crawl stored in {folder}")
     return code
 
@@ -377,7 +394,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"note: {written.note}", file=sys.stderr)
             return EXIT_OK
         if args.command == "demo":
-            return run_demo(args.out, args.quiet)
+            return run_demo(args.out, args.quiet, args.serve)
         if args.command in cli_batch.COMMANDS:
             return cli_batch.run(args)
         if args.command in cli_features.COMMANDS:
@@ -394,6 +411,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from harvestman.serve.server import serve  # FastAPI loads only for the server
 
             return serve(args.data, args.host, args.port, args.token, args.db)
+    except CrawlExistsError as exc:  # the library's message names settings; the command line's, flags
+        print(f"harvestman: error: {exc.where} already holds a crawl; pass --resume to continue it, or "
+              f"choose another --out{' or --db' if exc.in_db else ''}", file=sys.stderr)
+        return EXIT_USAGE
     except ConfigError as exc:
         print(f"harvestman: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
