@@ -674,7 +674,8 @@ MACHINE_LOCAL = frozenset({"seeds", "out_dir", "db", "resume", "workers", "allow
 # `--allow-net` and `--resolve` again, and must not lose them to a resume typed without them.
 MACHINE_KEPT = ("allow_net", "resolve", "workers", "browser_path")
 # What belongs to one run only: never taken back from the stored settings by a later run.
-RUN_ONLY = frozenset({"seeds", "out_dir", "db", "resume", "quiet", "log_json", "max_pages"})
+# (--max-pages and --max-wait bound this run's work and patience, not the crawl's.)
+RUN_ONLY = frozenset({"seeds", "out_dir", "db", "resume", "quiet", "log_json", "max_pages", "max_wait"})
 
 
 def _json_ready(value: Any) -> Any:
