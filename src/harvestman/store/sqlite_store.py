@@ -427,24 +427,7 @@ class SqliteStore(SqliteBulk):
 
     def records(self) -> Iterator[UrlRecord]:
         """Stream every URL row in insertion order (for export)."""
-        last = 0
-        while True:
-            # Keyset pages: no read transaction stays open between yields, so writers are never blocked.
-            with self._reading():
-                rows = (
-                    self._read()
-                    .execute(
-                        f"SELECT u.id, {self._record_cols} FROM urls u JOIN hosts h ON h.id = u.host_id"
-                        " WHERE u.id > ? ORDER BY u.id LIMIT 1000",
-                        (last,),
-                    )
-                    .fetchall()
-                )
-            if not rows:
-                return
-            last = rows[-1][0]
-            for row in rows:
-                yield row_to_record(row[1:])
+        return self._records("", ())
 
     def links(self) -> Iterator[LinkEdge]:
         """Stream every stored link, page by page in the order the pages were first known."""
