@@ -157,7 +157,7 @@ def test_the_progress_line_fits_the_terminal(width: int) -> None:
                        in_flight=100, bytes=123_456_789_012, busy_hosts={str(i) for i in range(50)})
     text = _line(stats, width, now)
     assert text.count("\n") == 1 and len(text.rstrip("\n")) < width, text
-    assert "pages/s" in text and "fetched 123,456" in text
+    assert "pages/s" in text and "pages 123,456" in text
     if width >= 120:
         assert "in flight 100" in text and "123.5 GB" in text
 

@@ -104,7 +104,7 @@ def test_steps_generate_capped_fetch_politely_parse_again_and_merge_with_opic(tm
         assert "fetched segment" in ok("fetch", str(out), "-q")
         assert set(warc_responses(first_dir)) == {seed}  # WARC into the segment's folder
         merged = ok("updatedb", str(out), first)
-        assert "1 fetched" in merged
+        assert "1 page, 0 failed" in merged
         rows = _records(out)
         outlinks = set(spec.links[seed])
         assert rows[seed]["state"] == "fetched" and rows[seed]["signature"]

@@ -1,11 +1,19 @@
 """The bundled demo web: pages, robots.txt, port substitution, redirect, 404, conditional GET, ranges;
-the `demo_web()` helper for programs, and the guide `harvestman demo` prints after its crawl."""
+the `demo_web()` helper for programs, the guide `harvestman demo` prints after its crawl, its refusal of
+a folder that holds a crawl, and `demo --serve` keeping the web up for the other commands."""
 
 from __future__ import annotations
 
 import http.client
 import ipaddress
+import queue
 import re
+import shlex
+import signal
+import socket
+import subprocess
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -24,7 +32,7 @@ from harvestman.app.demo import (
 )
 from harvestman.model.config import config_from_mapping
 from harvestman.model.records import UrlRecord, UrlState
-from tests.support.crawlcheck import run_cli
+from tests.support.crawlcheck import harvestman_cmd, run_cli
 
 
 @pytest.fixture(scope="module")
@@ -216,3 +224,81 @@ def test_the_demo_command_says_what_to_look_at(tmp_path: Path) -> None:
     assert f"{site_b}/sitemap.xml|Success" in (out / "download.log").read_text()
     assert f"harvestman status {out}" in done.stdout and f"harvestman export {out}" in done.stdout
     assert f"{out / 'warc'}/" in done.stdout and list((out / "warc").glob("*.warc.gz"))
+
+
+def test_the_demo_refuses_a_folder_that_holds_a_crawl_in_its_own_words(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    assert run_cli("demo", "--out", str(out), "-q", timeout=60).returncode == 0
+    log = (out / "download.log").read_text()
+    again = run_cli("demo", "--out", str(out), "-q", timeout=60)
+    assert again.returncode == 2
+    # demo has no --resume: the message names what demo takes, and a command that shows the crawl.
+    assert again.stderr == (f"harvestman: error: {out} already holds a crawl: choose a new --out, or look at "
+                            f"it with `harvestman status {out}`\n")
+    assert (out / "download.log").read_text() == log  # refused before anything was crawled
+
+
+SERVING = "the demo web is up until Ctrl-C (or SIGTERM)"  # the last line demo --serve prints before it waits
+
+
+def _lines_of(proc: subprocess.Popen[str]) -> queue.Queue[str | None]:
+    """The process's stdout, a line at a time (None at its end), for reads with a deadline."""
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def pump() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.put(line.rstrip("\n"))
+        lines.put(None)
+
+    threading.Thread(target=pump, daemon=True).start()
+    return lines
+
+
+def _until_serving(lines: queue.Queue[str | None], timeout: float) -> list[str]:
+    deadline = time.monotonic() + timeout
+    seen: list[str] = []
+    while (line := lines.get(timeout=max(0.0, deadline - time.monotonic()))) is not None:
+        seen.append(line)
+        if line == SERVING:
+            return seen
+    raise AssertionError(f"harvestman demo --serve ended before serving: {seen}")
+
+
+def test_demo_serve_keeps_the_web_up_for_the_commands_it_prints_until_sigterm(tmp_path: Path) -> None:
+    out = tmp_path / "demo"
+    errors = tmp_path / "stderr.txt"
+    with errors.open("w") as stderr:  # a file, not a pipe: nothing can block on a full one
+        proc = subprocess.Popen(harvestman_cmd("demo", "--serve", "--out", str(out), "-q"),
+                                stdout=subprocess.PIPE, stderr=stderr, text=True)
+    try:
+        printed = _until_serving(_lines_of(proc), timeout=90)
+        port = re.search(r"http://site-a\.demo:(\d+)/", "\n".join(printed))
+        assert port, printed
+        start = next(i for i, line in enumerate(printed) if line.startswith("Try the other commands"))
+        tries = printed[start:]  # the demo's guide, above, names commands too
+        commands = [shlex.split(line) for line in tries if line.startswith("  harvestman ")]
+        names = [command[1] for command in commands]
+        assert names == ["status", "crawl", "recrawl", "index", "search", "export"], printed
+        # Each command as printed, pasted while the demo web serves.
+        for command in commands:
+            done = subprocess.run(harvestman_cmd(*command[1:]), capture_output=True, text=True, timeout=120,
+                                  check=False)
+            assert done.returncode == 0, (command, done.stderr)
+            assert "Traceback" not in done.stderr
+            if command[1] == "recrawl":  # every page reached again through the printed --resolve flags
+                checked = re.search(r"^checked +(\d+)$", done.stdout, re.MULTILINE)
+                assert checked and int(checked.group(1)) > 0, done.stdout
+                assert re.search(r"^not fetched +0$", done.stdout, re.MULTILINE), done.stdout
+                assert re.search(r"^unchanged +[1-9]", done.stdout, re.MULTILINE), done.stdout
+            if command[1] == "search":
+                assert "site-a.demo" in done.stdout, done.stdout
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "Traceback" not in errors.read_text()
+    with socket.socket() as probe:  # the demo web went with the process
+        assert probe.connect_ex((DEMO_SITES[0].address, int(port.group(1)))) != 0

@@ -1,13 +1,18 @@
-"""The README's Python examples run as written, against the bundled demo web, so they cannot rot."""
+"""The README's Python examples run as written (and again), against the bundled demo web, so they cannot
+rot; a crawl folder that holds a crawl is refused in the library's words, as the README says."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+
+import harvestman
+from harvestman.app.demo import demo_web
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 BLOCKS = re.findall(r"^```python\n(.*?)^```", README.read_text(encoding="utf-8"), re.MULTILINE | re.DOTALL)
@@ -39,4 +44,37 @@ def test_a_readme_example_runs_as_written(code: str, tmp_path: Path) -> None:
         pattern = re.compile(r"http://(site-[abc])\.demo:\d+/\S* ")
         crawled = {m.group(1) for line in lines if (m := pattern.match(line))}
         assert crawled == {"site-a", "site-b", "site-c"}, lines
-        assert (tmp_path / "crawl-dir" / "crawl.db").is_file()
+        stored = Path(lines[-1].removeprefix("crawl stored in "))
+        assert [path.parent.name for path in tmp_path.glob("crawl-*/crawl.db")] == [stored.name]
+
+
+def _library_blocks() -> list[str]:
+    return [code for code in BLOCKS if "harvestman.Crawler(" in code]
+
+
+def test_the_library_example_runs_again_in_the_same_folder(tmp_path: Path) -> None:
+    # A user runs the example, then runs it again where they stand: the second run crawls as the first did.
+    (code,) = _library_blocks()
+    for run in (1, 2):
+        done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True,
+                              timeout=120, check=False)
+        assert done.returncode == 0, (run, done.stderr)
+        assert "Traceback" not in done.stderr
+        assert re.search(r"^http://site-c\.demo:\d+/\S* ", done.stdout, re.MULTILINE), (run, done.stdout)
+    assert len(list(tmp_path.glob("crawl-*/crawl.db"))) == 2
+
+
+def test_a_new_crawl_where_one_is_stored_is_refused_in_the_librarys_words(tmp_path: Path) -> None:
+    with demo_web() as web:
+        config = harvestman.CrawlConfig(seeds=web.seeds, out_dir=tmp_path / "crawl", max_pages=3, workers=1,
+                                        quiet=True, **web.options)
+        assert list(harvestman.Crawler(config))
+        with pytest.raises(harvestman.HarvestmanError) as refused:
+            list(harvestman.Crawler(config))
+        # What the library is given is a setting, not a flag of the command line.
+        message = str(refused.value)
+        assert message.startswith(f"{tmp_path / 'crawl'} already holds a crawl")
+        assert "CrawlConfig(resume=True)" in message and "out_dir" in message, message
+        assert "--" not in message, message
+        # And the setting it names does what it says.
+        list(harvestman.Crawler(dataclasses.replace(config, resume=True)))

@@ -151,7 +151,7 @@ def test_cdxj_index_finds_a_urls_body_in_the_warc(crawled: tuple[RouteServer, Pa
         "/", "/gone", "/landing", "/logo.png", "/old", "/page"]
     [entry] = [e for e in entries if e["url"] == srv.url("/page")]
     assert entry["status"] == "200" and entry["mime"] == "text/html"
-    with open(out / "warc" / entry["filename"], "rb") as warc:
+    with open(out / entry["filename"], "rb") as warc:  # relative to DIR, as pywb is given it
         warc.seek(int(entry["offset"]))
         member = warc.read(int(entry["length"]))
     record = next(iter(ArchiveIterator(io.BytesIO(member))))  # read before the iterator moves on

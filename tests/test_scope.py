@@ -59,6 +59,16 @@ def test_any_mode() -> None:
     assert scope.allows("not even a url")
 
 
+
+def test_robots_txt_is_never_followed_as_a_page() -> None:
+    # The robots gate reads it for the crawl itself: a link to it makes no URL of the crawl.
+    scope = Scope(["http://a.test/"], "any")
+    assert scope.reason("http://a.test/robots.txt") == "robots.txt is read by the crawl for itself"
+    assert not scope.allows("http://b.test/robots.txt?x=1")
+    assert scope.allows("http://a.test/robots.txt.html") and scope.allows("http://a.test/x/robots.txt")
+    found = followed_links(["http://a.test/robots.txt", "http://a.test/p"], scope, {}, max_length=2048)
+    assert list(found) == ["http://a.test/p"]
+
 def test_include_and_exclude() -> None:
     scope = Scope(SEEDS, "host", [r"/docs/", r"/blog/"], [r"\.pdf$", r"[?&]print="])
     assert scope.allows("https://www.example.co.uk/docs/a")

@@ -66,8 +66,8 @@ def states(out: Path) -> dict[str, int]:
     return found
 
 
-def rows(out: Path) -> dict[str, dict[str, object]]:
-    done = run_cli("export", str(out), "--format", "jsonl", "--output", str(out / "rows.jsonl"))
+def rows(out: Path, *db: str) -> dict[str, dict[str, object]]:
+    done = run_cli("export", str(out), "--format", "jsonl", "--output", str(out / "rows.jsonl"), *db)
     assert done.returncode == 0, done.stderr
     lines = (out / "rows.jsonl").read_text().splitlines()
     return {row["url"]: row for row in map(json.loads, lines)}
@@ -107,22 +107,25 @@ def test_a_flag_given_on_resume_replaces_the_stored_one_and_says_so(web: Web, tm
     assert again.returncode == 0 and "replaces" not in again.stderr, again.stderr
 
 
-def test_a_seed_refused_for_a_missing_allow_net_is_fetched_once_it_is_given(web: Web, tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_seed_refused_for_a_missing_allow_net_is_fetched_once_it_is_given(
+        web: Web, tmp_path: Path, request: pytest.FixtureRequest, backend: str) -> None:
     """Finding 3: the URL stayed dead (exit 4, the same hint) after `--resume --allow-net`."""
     out = tmp_path / "out"
-    refused = run_cli("crawl", web.small(), "--out", str(out), "-q")
+    db = ["--db", request.getfixturevalue("postgres_url")] if backend == "postgres" else []
+    refused = run_cli("crawl", web.small(), "--out", str(out), "-q", *db)
     assert refused.returncode == 4, refused.stderr
-    assert rows(out)[web.small()]["error_class"] == "blocked_address"
+    assert rows(out, *db)[web.small()]["error_class"] == "blocked_address"
 
     since = len(web.server.requests())
-    done = run_cli("crawl", "--out", str(out), "--resume", *ALLOW)
+    done = run_cli("crawl", "--out", str(out), "--resume", *ALLOW, *db)
     assert done.returncode == 0, done.stderr
     assert "1 failed URLs queued again (1 --allow-net allows them)" in done.stderr
     assert sorted(requested(web, since)) == ["/", "/a.html", "/gone.html"]
-    found = rows(out)
+    found = rows(out, *db)
     assert found[web.small()]["state"] == "fetched" and found[web.small("/a.html")]["state"] == "fetched"
     # Kept for later runs: a resume typed without the flag revives nothing and refuses nothing.
-    again = run_cli("crawl", "--out", str(out), "--resume", "-q")
+    again = run_cli("crawl", "--out", str(out), "--resume", "-q", *db)
     assert again.returncode == 0 and "queued again" not in again.stderr, again.stderr
 
 
@@ -178,3 +181,21 @@ def test_postgres_without_psycopg_is_refused_before_anything_is_created(tmp_path
     assert done.returncode == 2, done.stderr
     assert "pip install 'harvestman[postgres]'" in done.stderr and "Traceback" not in done.stderr
     assert not out.exists()
+
+
+def test_replay_reads_example_pages_from_the_crawl_it_replays(web: Web, tmp_path: Path) -> None:
+    """Finding 10: `replay --focus` refused example URLs on loopback (no --allow-net there), though
+    the replayed crawl holds those very pages."""
+    out = tmp_path / "out"
+    first = run_cli("crawl", web.small(), "--out", str(out), *ALLOW, "-q")
+    assert first.returncode == 0, first.stderr
+    other = tmp_path / "other.txt"
+    other.write_text("weather report: rain, wind and snow over the hills all week", encoding="utf-8")
+    focus = tmp_path / "focus.toml"
+    focus.write_text(f'mode = "soft"\n[[topic]]\nname = "a"\npositive = ["{web.small("/a.html")}"]\n'
+                     f'negative = ["{other}"]\n', encoding="utf-8")
+    since = len(web.server.requests())
+    done = run_cli("replay", str(out), "--focus", str(focus), "--out", str(tmp_path / "report"))
+    assert done.returncode == 0, done.stderr
+    assert requested(web, since) == []  # the example was read from the crawl: no request at all
+    assert (tmp_path / "report" / "summary.json").is_file()

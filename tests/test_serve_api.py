@@ -193,26 +193,74 @@ def test_events_replay_the_crawl_then_a_final_status(
     assert kinds[-1] == "status" and events[-1][1]["state"] == "finished"
 
 
+def _run_job(server: ServeProcess, base: str, body: dict[str, Any]) -> dict[str, Any]:
+    reply = server.call("POST", base, body)
+    assert reply.status == 202, reply.body
+    job_id = reply.json()["id"]
+    job: dict[str, Any] = wait_for(
+        lambda: (s := server.call("GET", f"{base}/{job_id}").json())["state"] in ("finished", "failed") and s,
+        90,
+        f"job {body}",
+    )
+    assert job["type"] == body["type"] and job["ended"] >= job["started"]
+    return job
+
+
 def test_jobs_run_cycle_steps(server: ServeProcess, done_crawl: dict[str, Any]) -> None:
     base = f"/api/crawls/{done_crawl['id']}/jobs"
     for body in ({"type": "invertlinks"}, {"type": "index"}):
-        reply = server.call("POST", base, body)
-        assert reply.status == 202, reply.body
-        job_id = reply.json()["id"]
-        job = wait_for(
-            lambda j=job_id: (
-                (s := server.call("GET", f"{base}/{j}").json())["state"] in ("finished", "failed") and s
-            ),
-            90,
-            f"job {body}",
-        )
+        job = _run_job(server, base, body)
         assert job["state"] == "finished", job
-        assert job["type"] == body["type"] and job["ended"] >= job["started"]
     assert server.call("POST", base, {"type": "rm -rf"}).status == 422
     assert server.call("POST", base, {"type": "generate", "top_n": "x"}).status == 422
     assert server.call("POST", base, {"type": "fetch", "segment": "../../etc"}).status == 422
+    refused = server.call("POST", base, {"type": "rank", "damping": 1.5})
+    assert refused.status == 422 and "damping" in refused.json()["detail"]
+    assert server.call("POST", base, {"type": "index", "rebuild": "yes"}).status == 422
+    assert (
+        server.call("POST", base, {"type": "dedup", "distance": 3, "allow_net": ["0.0.0.0/0"]}).status == 422
+    )
     assert server.call("GET", f"{base}/0123456789ab").status == 404
     assert server.call("GET", f"{base}/..%2F..%2Fserve").status == 404
+
+
+def test_jobs_run_the_cycle_on_a_loopback_crawl(server: ServeProcess, site: Site) -> None:
+    # A crawl cut short leaves URLs due: the cycle's steps fetch them on loopback hosts with the
+    # crawl's own address rules (stored with the crawl), never given to the steps again.
+    reply = server.call(
+        "POST", "/api/crawls", {"seeds": list(site.spec.seeds), "settings": {**NET, "max_pages": 3}}
+    )
+    assert reply.status == 201, reply.body
+    crawl_id = reply.json()["id"]
+    before = _wait_state(server, crawl_id, ("finished",), 90)
+    base = f"/api/crawls/{crawl_id}/jobs"
+    generated = _run_job(server, base, {"type": "generate", "top_n": 1000, "order": "bfs"})
+    assert generated["state"] == "finished" and generated["message"].startswith("generated segment "), (
+        generated
+    )
+    segment = generated["message"].split()[-1]
+    fetched = _run_job(server, base, {"type": "fetch", "segment": segment})
+    assert fetched["state"] == "finished", fetched
+    said = re.fullmatch(rf"fetched segment {segment}: (\d+) pages", fetched["message"])
+    assert said and int(said[1]) > 0, fetched
+    pages = int(said[1])
+    again = _run_job(server, base, {"type": "fetch"})
+    assert again["message"] == f"segment {segment} is fetched already"
+    merged = _run_job(server, base, {"type": "updatedb", "segment": segment})
+    assert merged["state"] == "finished" and merged["message"].startswith(f"merged segment {segment}: "), (
+        merged
+    )
+    after = server.call("GET", f"/api/crawls/{crawl_id}").json()
+    assert after["counts"]["fetched"] == before["counts"]["fetched"] + pages
+    assert set(after["statuses"]) == {"200"}
+    gone = server.call("GET", f"/api/crawls/{crawl_id}/urls?state=gone&limit=1000").json()["urls"]
+    assert all(row["error_class"] == "robots" for row in gone), gone  # no address refused
+    for body in ({"type": "rank", "algorithm": "indegree"}, {"type": "dedup", "distance": 2}):
+        job = _run_job(server, base, body)
+        assert job["state"] == "finished", job
+    failed = _run_job(server, base, {"type": "updatedb", "segment": "nosuchsegment"})
+    assert failed["state"] == "failed" and "\n" not in failed["message"], failed
+    assert failed["message"].startswith("harvestman: error: ") and "Traceback" not in failed["message"]
 
 
 @pytest.mark.parametrize(
@@ -476,6 +524,20 @@ def test_events_resume_after_last_event_id(server: ServeProcess, done_crawl: dic
 def test_stopping_an_ended_crawl_changes_nothing(server: ServeProcess, done_crawl: dict[str, Any]) -> None:
     reply = server.call("POST", f"/api/crawls/{done_crawl['id']}/stop")
     assert reply.status == 200 and reply.json()["state"] == "finished"
+
+
+def test_the_server_never_imports_the_cli() -> None:
+    # The server, a served crawl's process and a job's process run crawls through app/run.py and the
+    # batch functions, never through a command-line module.
+    code = (
+        "import sys, harvestman.serve.runner, harvestman.serve.jobs, harvestman.serve.app, "
+        "harvestman.serve.jobrunner, harvestman.app.run, harvestman.serve.settings; "
+        "print(sorted(m for m in sys.modules if m.startswith('harvestman.app.cli')))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == "[]"
 
 
 def test_the_crawl_and_the_cli_never_import_fastapi() -> None:

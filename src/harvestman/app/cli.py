@@ -14,7 +14,7 @@ from harvestman.app import cli_batch, cli_cycle, cli_extract, cli_features, cli_
 from harvestman.app.options import CONFIG_HELP, DB_HELP, DIR_HELP, add_setting_options, given_settings
 from harvestman.app.progress import print_summary
 from harvestman.app.report import EXPORT_FORMATS, EXPORT_WHAT, crawl_report, export_records
-from harvestman.app.run import resumed_config, run_crawl, worker_config
+from harvestman.app.run import check_crawl_order, resumed_config, run_crawl, worker_config
 from harvestman.model.config import CrawlConfig, config_from_mapping
 from harvestman.model.errors import (
     EXIT_FAILED,
@@ -22,6 +22,7 @@ from harvestman.model.errors import (
     EXIT_OK,
     EXIT_USAGE,
     ConfigError,
+    CrawlExistsError,
     HarvestmanError,
     StorageError,
 )
@@ -76,7 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument(
         "--format", choices=EXPORT_FORMATS, default="jsonl",
-        help="jsonl or parquet: one record per URL; cdxj: an index of DIR/warc for replay tools (pywb)",
+        help="jsonl or parquet: one record per URL; cdxj: an index of the WARC files for replay tools (pywb)",
     )
     export.add_argument(
         "--out", "-o", type=Path, metavar="FILE", dest="output",
@@ -96,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--out", "-o", type=Path, metavar="DIR", help="output folder (default: a new temporary one)"
     )
     demo.add_argument("--quiet", "-q", action="store_true", default=None, help="no progress display")
+    demo.add_argument("--serve", action="store_true",
+                      help="after the crawl, keep the demo web up (until Ctrl-C) for the other commands")
     cli_batch.add_commands(commands)
     cli_features.add_commands(commands)
     cli_extract.add_commands(commands)
@@ -138,11 +141,22 @@ def read_url_file(path: Path) -> list[str]:
     return [line.strip() for line in lines if line.strip() and not line.lstrip().startswith("#")]
 
 
-def run_demo(out: Path | None, quiet: bool) -> int:
-    """Serve the bundled demo web on loopback addresses, crawl it, and say what to look at."""
-    from harvestman.app.demo import DEMO_SIGHTS, DemoServer, demo_config_values, demo_guide
+def run_demo(out: Path | None, quiet: bool, serve: bool = False) -> int:
+    """Serve the bundled demo web on loopback addresses, crawl it, and say what to look at; with
+    `serve`, keep the web up until Ctrl-C or SIGTERM for the other commands to try."""
+    from harvestman.app.demo import (
+        DEMO_SIGHTS,
+        DemoServer,
+        check_demo_folder,
+        demo_config_values,
+        demo_guide,
+        serve_until_stopped,
+        serving_guide,
+    )
     from harvestman.app.report import open_crawl
 
+    if out is not None:
+        check_demo_folder(out)
     folder = out or Path(tempfile.mkdtemp(prefix="harvestman-demo-"))
     with DemoServer() as server:
         values = demo_config_values(server)
@@ -155,6 +169,9 @@ def run_demo(out: Path | None, quiet: bool) -> int:
             frontier.close()
         print()
         print(demo_guide(server, folder, records))
+        if serve:
+            print()
+            serve_until_stopped(serving_guide(server, folder))
     print(f"\ndemo crawl stored in {folder}")
     return code
 
@@ -170,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cli_cycle.run(args)
         if args.command in ("crawl", "download"):
             cfg = config_from_args(args, follow=args.command == "crawl")
-            cli_cycle.check_crawl_order(cfg)
+            check_crawl_order(cfg)
             if cfg.focus_file:  # focused crawling: the focus trained first, the harvest curve after
                 return cli_focus.run_focused(cfg, run_crawl)
             return run_crawl(cfg, retry_failed=check_retry_classes(args.retry_failed or ()))
@@ -191,9 +208,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             what = "pages" if args.what == "pages" else what
             what = "documents" if args.what == "index" else what
             print(f"{written.count} {what} written to {written.path}")
+            if written.note:
+                print(f"note: {written.note}", file=sys.stderr)
             return EXIT_OK
         if args.command == "demo":
-            return run_demo(args.out, args.quiet)
+            return run_demo(args.out, args.quiet, args.serve)
         if args.command in cli_batch.COMMANDS:
             return cli_batch.run(args)
         if args.command in cli_features.COMMANDS:
@@ -210,6 +229,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from harvestman.serve.server import serve  # FastAPI loads only for the server
 
             return serve(args.data, args.host, args.port, args.token, args.db)
+    except CrawlExistsError as exc:  # the library's message names settings; the command line's, flags
+        print(f"harvestman: error: {exc.where} already holds a crawl; pass --resume to continue it, or "
+              f"choose another --out{' or --db' if exc.in_db else ''}", file=sys.stderr)
+        return EXIT_USAGE
     except ConfigError as exc:
         print(f"harvestman: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -20,7 +20,7 @@ from harvestman.app.options import CONFIG_HELP, DB_HELP, DIR_HELP, add_setting_o
 from harvestman.batch.crawldir import load_config
 from harvestman.batch.cycle import crawl_exists, run_cycle
 from harvestman.batch.fetch_segment import FetchedSegment, SegmentFetch
-from harvestman.batch.generate import ORDERS, check_score_source, generate
+from harvestman.batch.generate import ORDERS, generate
 from harvestman.batch.inject import inject
 from harvestman.batch.parse_segment import parse_segment
 from harvestman.batch.readdb import DUMP_FORMATS, dump, stats, url_info
@@ -28,7 +28,6 @@ from harvestman.batch.seeds import SeedLine, parse_seed_lines, read_seed_file
 from harvestman.batch.updatedb import updatedb
 from harvestman.model.config import CrawlConfig, config_from_mapping
 from harvestman.model.errors import EXIT_FAILED, EXIT_OK, ConfigError
-from harvestman.policy.ordering import RANKED_ORDERINGS
 
 COMMANDS = ("inject", "generate", "fetch", "parse", "updatedb", "readdb")
 # The crawl a step works on is its DIR and --db; seeds are inject's; resuming and a page budget are
@@ -110,6 +109,10 @@ def _new_or_stored(folder: Path, db: str, values: dict[str, Any]) -> CrawlConfig
     return config_from_mapping({**values, "out_dir": folder, "db": db})
 
 
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def _say(args: argparse.Namespace, line: str) -> None:
     print(line, file=sys.stderr if getattr(args, "quiet", None) else sys.stdout)
 
@@ -142,7 +145,10 @@ def run(args: argparse.Namespace) -> int:
             print(f"harvestman: fetch of segment {path.name} stopped; run harvestman fetch again to go on",
                   file=sys.stderr)
             return EXIT_FAILED
-        print(f"fetched segment {path.name}: {fetched.status.fetched if fetched.status else 0} pages")
+        status = fetched.status
+        # Counted as updatedb counts the segment's URLs (PageCounts): the two lines agree.
+        print(f"fetched segment {path.name}: {_count(status.fetched if status else 0, 'page')}, "
+              f"{status.failed if status else 0} failed")
         return EXIT_OK
     if command == "parse":
         pages = parse_segment(args.dir, cfg.links, args.segment)
@@ -150,8 +156,9 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     if command == "updatedb":
         merged = updatedb(args.dir, cfg, args.segment)
-        print(f"merged segment {merged.segment.name}: {merged.fetched} fetched, {merged.new_urls} new URLs, "
-              f"{merged.released} not fetched (due again)")
+        refused = f", {merged.refused} skipped (robots.txt, host budget)" if merged.refused else ""
+        print(f"merged segment {merged.segment.name}: {_count(merged.pages, 'page')}, {merged.failed} failed"
+              f"{refused}, {merged.new_urls} new URLs, {merged.released} not fetched (due again)")
         return EXIT_OK
     raise ConfigError(f"unknown command {command!r}")
 
@@ -192,23 +199,6 @@ def fetch_with_display(folder: Path, cfg: CrawlConfig, segment: Path) -> Fetched
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return run_.wait()
-
-
-def check_crawl_order(cfg: CrawlConfig) -> None:
-    """Refuse a continuous crawl ordered by scores a rank job has not stored (--order pagerank)."""
-    if cfg.ordering not in RANKED_ORDERINGS:
-        return
-    folder = Path(cfg.out_dir)
-    if not crawl_exists(folder, cfg.db):
-        raise ConfigError(f"--order {cfg.ordering} orders by the scores `harvestman rank` stores: crawl "
-                          f"first, then run harvestman rank {folder} --algorithm {cfg.ordering}")
-    from harvestman.batch.crawldir import open_crawl_store
-
-    store = open_crawl_store(folder, cfg.db, read_only=True)
-    try:
-        check_score_source(store, cfg.ordering, folder)
-    finally:
-        store.close()
 
 
 def run_rounds(args: argparse.Namespace) -> int:

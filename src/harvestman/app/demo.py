@@ -19,6 +19,8 @@ import contextlib
 import email.utils
 import hashlib
 import mimetypes
+import shlex
+import signal
 import threading
 import time
 from collections.abc import Iterator, Mapping
@@ -30,6 +32,8 @@ from types import TracebackType
 from typing import Any, cast
 from urllib.parse import unquote, urlsplit
 
+from harvestman.batch.cycle import crawl_exists
+from harvestman.model.errors import ConfigError
 from harvestman.model.records import UrlRecord
 
 DEMO_ROOT = Path(__file__).resolve().parent / "demo_site"
@@ -442,3 +446,56 @@ def demo_guide(server: DemoServer, folder: Path, records: Mapping[str, UrlRecord
     lines.append("To look for yourself:")
     lines += [f"  {command.ljust(width)}   {what}" for command, what in commands]
     return "\n".join(lines)
+
+
+def check_demo_folder(folder: Path) -> None:
+    """Refuse a demo into a folder that holds a crawl: the demo web's port, hence its URLs, is new each
+    run, so continuing that crawl would mix two copies of the demo."""
+    if crawl_exists(folder, ""):
+        raise ConfigError(f"{folder} already holds a crawl: choose a new --out, or look at it with "
+                          f"`harvestman status {folder}`")
+
+
+# The last line `harvestman demo --serve` prints once the demo web waits for the other commands.
+SERVING_LINE = "the demo web is up until Ctrl-C (or SIGTERM)"
+
+
+def demo_commands(server: DemoServer, folder: Path) -> list[tuple[str, str]]:
+    """The commands to try on a demo crawl while its web serves, each with what it shows."""
+    where = shlex.quote(str(folder.resolve()))  # absolute: pasted in another terminal, it still works
+    # No --resolve or --allow-net: the crawl folder keeps them (store/crawldir.py).
+    return [
+        (f"harvestman status {where}", "URLs by state, errors by class"),
+        (f"harvestman crawl --out {where} --resume",
+         "continue the crawl (after a stop): nothing is fetched twice"),
+        (f"harvestman recrawl {where} --all",
+         "fetch every page again, downloading only what changed (conditional GET)"),
+        (f"harvestman index {where}", "build the full-text index of the fetched pages"),
+        (f"harvestman search {where} orchard", "search it"),
+        (f"harvestman export {where} --format cdxj", "a CDXJ index of the WARC files (for pywb)"),
+    ]
+
+
+def serving_guide(server: DemoServer, folder: Path) -> str:
+    """What `harvestman demo --serve` prints once the crawl is done: the sites, the commands to paste."""
+    lines = ["The demo web serves on:"]
+    lines += [f"  {server.url(site.host)}   ({site.address})" for site in server.sites]
+    lines.append("Try the other commands on the crawl while it serves (paste them as they are):")
+    for command, what in demo_commands(server, folder):
+        lines += [f"  # {what}", f"  {command}"]
+    lines.append(SERVING_LINE)
+    return "\n".join(lines)
+
+
+def serve_until_stopped(guide: str) -> None:
+    """Print `guide`, then block until Ctrl-C or SIGTERM (the demo web serves from its own threads)."""
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda _sig, _frame: stop.set())
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        print(guide, flush=True)  # only now: a signal sent once the guide is read must find the handler
+        while not stop.wait(0.5):  # a bounded wait: a signal's handler runs between two waits at worst
+            pass
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -56,7 +56,7 @@ class ProgressDisplay:
         fields: dict[str, Text] = {
             "name": Text("harvestman", "bold"),
             "rate": Text(f"{stats.pages_per_second(now):.1f} pages/s"),
-            "fetched": Text.assemble(("fetched ", "green"), f"{stats.fetched:,}"),
+            "fetched": Text.assemble(("pages ", "green"), f"{stats.fetched:,}"),  # PageCounts
             "queued": Text.assemble(("queued ", "blue"), f"{stats.queued:,}"),
             "failed": Text.assemble(("failed ", "red"), f"{stats.failed:,}"),
             "skipped": Text.assemble(("skipped ", "yellow"), f"{stats.skipped:,}"),

@@ -13,8 +13,9 @@ from typing import Any
 
 from harvestman.model.errors import ConfigError, StorageError
 from harvestman.model.records import LinkEdge, UrlRecord, UrlState
-from harvestman.store.factory import DEFAULT_DB_NAME, open_store, store_location
+from harvestman.store.crawldir import CrawlDir
 from harvestman.store.frontier import CrawlDb
+from harvestman.store.warc_read import crawl_warc_files
 
 EXPORT_BATCH = 10_000
 EXPORT_FORMATS: tuple[str, ...] = ("jsonl", "parquet", "cdxj")
@@ -32,14 +33,13 @@ class Exported:
 
     path: Path
     count: int
+    note: str = ""  # why the export may not be what was expected (a crawl with no WARC file, say)
 
 
 def open_crawl(folder: Path, db: str = "") -> CrawlDb:
     """Open a crawl's database (`db`, or the folder's crawl.db) for reading, with a clear error
     when there is none."""
-    if not db and not (Path(folder) / DEFAULT_DB_NAME).is_file():
-        raise ConfigError(f"{folder} holds no crawl (no {DEFAULT_DB_NAME} there)")
-    return open_store(store_location(db, folder), read_only=True)
+    return CrawlDir(Path(folder), db).open(read_only=True)
 
 
 def utc_time(ts: float) -> datetime | None:
@@ -166,7 +166,8 @@ def export_records(folder: Path, fmt: str, output: Path | None = None, db: str =
     if fmt == "cdxj":
         open_crawl(folder, db).close()  # the same clear error for a folder that holds no crawl
         path = output or Path(folder) / "index.cdxj"
-        return Exported(path, write_cdxj(Path(folder) / "warc", path))
+        lines = write_cdxj(Path(folder), path)
+        return Exported(path, lines, "" if lines else _no_records(Path(folder)))
     path = output or Path(folder) / f"export.{fmt}"
     frontier = open_crawl(folder, db)
     try:
@@ -273,24 +274,35 @@ def _write_parquet(frontier: CrawlDb, path: Path) -> int:
     return _write_parquet_rows(map(_as_row, frontier.records()), schema, path)
 
 
-def write_cdxj(warc_dir: Path, path: Path) -> int:
-    """Index the finished WARC files in `warc_dir` as sorted CDXJ (pywb's format); returns the lines.
+def _no_records(folder: Path) -> str:
+    """Why a crawl's CDXJ index is empty."""
+    finished = crawl_warc_files(folder)
+    pending = len(crawl_warc_files(folder, open_files=True)) - len(finished)
+    later = f"; {pending} being written: export again once the crawl has ended" if pending else ""
+    if finished:
+        return f"no response record in the {len(finished)} finished WARC files of {folder}{later}"
+    return f"{folder} holds no finished WARC file (DIR/warc/, DIR/segments/*/warc/){later}"
+
+
+def write_cdxj(folder: Path, path: Path) -> int:
+    """Index the finished WARC files of the crawl in `folder` (continuous and segments) as sorted CDXJ
+    (pywb's format); returns the lines. Each line's filename is relative to `folder`.
 
     Files still being written (`.warc.gz.open`) are left out: index again once the crawl has ended.
     """
     # webrecorder's cdxj-indexer, the indexer pywb's own tools use: the SURT keys, the sort order and
-    # the fields (offset, length, filename relative to the WARC folder) are the ones replay expects.
+    # the fields (offset, length, filename relative to dir_root) are the ones replay expects.
     from cdxj_indexer.main import CDXJIndexer
     from warcio.exceptions import ArchiveLoadFailed
 
-    files = sorted(str(p) for p in Path(warc_dir).glob("*.warc.gz"))
+    files = [str(p) for p in crawl_warc_files(folder)]
     partial = path.with_name(path.name + ".partial")
     try:
         # Written aside and renamed: a failed run never leaves a half index where a good one was.
-        CDXJIndexer(str(partial), files, sort=True, dir_root=str(warc_dir)).process_all()
+        CDXJIndexer(str(partial), files, sort=True, dir_root=str(folder)).process_all()
     except ArchiveLoadFailed as exc:
         partial.unlink(missing_ok=True)
-        raise StorageError(f"cannot index the WARC files in {warc_dir}: {exc}") from None
+        raise StorageError(f"cannot index the WARC files of {folder}: {exc}") from None
     os.replace(partial, path)
     with open(path, "rb") as index:
         return sum(1 for _ in index)

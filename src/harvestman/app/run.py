@@ -13,6 +13,9 @@ from typing import Any
 from harvestman.app.progress import ProgressDisplay, print_summary
 from harvestman.app.report import crawl_report
 from harvestman.app.seeds import check_seeds, run_verdict
+from harvestman.batch.crawldir import open_crawl_store
+from harvestman.batch.cycle import crawl_exists
+from harvestman.batch.generate import check_score_source
 from harvestman.crawl.job import CrawlJob
 from harvestman.crawl.plugins import load_plugins, with_plugin_scorer
 from harvestman.crawl.stats import CrawlStats, deferred_note
@@ -21,7 +24,7 @@ from harvestman.model.config import CrawlConfig, config_from_mapping, merge_sett
 from harvestman.model.errors import ConfigError
 from harvestman.model.records import RunVerdict
 from harvestman.model.settings import MACHINE_LOCAL
-from harvestman.policy.ordering import check_ordering
+from harvestman.policy.ordering import RANKED_ORDERINGS, check_ordering
 from harvestman.policy.revive import Revival
 from harvestman.store.crawldir import CrawlDir, read_settings, revive
 from harvestman.store.factory import check_location, is_postgres
@@ -131,6 +134,21 @@ def finish(cfg: CrawlConfig, stats: CrawlStats, verdict: RunVerdict) -> int:
     for line in verdict.lines:
         say(line)
     return verdict.exit_status
+
+
+def check_crawl_order(cfg: CrawlConfig) -> None:
+    """Refuse a continuous crawl ordered by scores a rank job has not stored (--order pagerank)."""
+    if cfg.ordering not in RANKED_ORDERINGS:
+        return
+    folder = Path(cfg.out_dir)
+    if not crawl_exists(folder, cfg.db):
+        raise ConfigError(f"--order {cfg.ordering} orders by the scores `harvestman rank` stores: crawl "
+                          f"first, then run harvestman rank {folder} --algorithm {cfg.ordering}")
+    store = open_crawl_store(folder, cfg.db, read_only=True)
+    try:
+        check_score_source(store, cfg.ordering, folder)
+    finally:
+        store.close()
 
 
 def run_crawl(cfg: CrawlConfig, policies: Policies = NO_POLICIES, *, join: bool = False,

@@ -11,20 +11,19 @@ concurrency. A URL the stored crawl never fetched cannot be replayed: it is skip
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from harvestman.batch.harvest import CurvePoint, harvest_curve
-from harvestman.batch.warcpages import warc_files
-from harvestman.crawl.pagelinks import HTML_TYPES, outlinks
+from harvestman.crawl.pagelinks import outlinks
 from harvestman.model.config import CrawlConfig, config_from_mapping
-from harvestman.model.errors import ConfigError, StorageError
+from harvestman.model.errors import ConfigError
 from harvestman.model.records import CrawledPage, FetchResult, UrlState
 from harvestman.model.settings import RUN_ONLY
 from harvestman.policy.focus import Focus, Rules
 from harvestman.policy.scope import Scope
 from harvestman.store.crawldir import CrawlDir, read_settings
+from harvestman.store.warc_read import stored_responses
 
 REDIRECTS = frozenset({UrlState.REDIRECT_PERM, UrlState.REDIRECT_TEMP})
 
@@ -66,26 +65,9 @@ class StoredCrawl:
     edges: dict[str, list[str]]  # the link graph: page -> linked URLs
 
 
-def _html_pages(folder: Path) -> Iterator[tuple[str, str, bytes]]:
-    """(url, Content-Type, body) of every HTML 200 response in a crawl's WARC files."""
-    from warcio.archiveiterator import ArchiveIterator  # imported here: only batch jobs read WARC
-
-    for path in warc_files(folder):
-        with path.open("rb") as stream:
-            for record in ArchiveIterator(stream):
-                if record.rec_type != "response" or record.http_headers is None:
-                    continue
-                if record.http_headers.get_statuscode() != "200":
-                    continue
-                ctype = record.http_headers.get_header("Content-Type") or ""
-                if ctype.split(";", 1)[0].strip().lower() in HTML_TYPES:
-                    yield (record.rec_headers.get_header("WARC-Target-URI") or "", ctype,
-                           record.content_stream().read())
-
-
 def read_crawl(folder: Path, db: str = "") -> StoredCrawl:
     """Read a previous crawl for replay; ConfigError when the folder holds none."""
-    from harvestman.fetch.content import decode_text, detect_charset
+    from harvestman.fetch.content import decode_text, detect_charset, media_type
 
     folder = Path(folder)
     crawl = CrawlDir(folder, db)
@@ -102,14 +84,10 @@ def read_crawl(folder: Path, db: str = "") -> StoredCrawl:
         store.close()
     config = config_from_mapping({k: v for k, v in values.items() if k not in RUN_ONLY})
     pages: dict[str, tuple[str, str]] = {}
-    try:
-        for url, ctype, body in _html_pages(folder):
-            charset, _ = detect_charset(body, ctype or None)
-            pages[url] = (ctype.split(";", 1)[0].strip().lower(), decode_text(body, charset))
-    except OSError as exc:
-        raise StorageError(f"cannot read the WARC files of {folder}: {exc}") from None
-    except Exception as exc:  # warcio raises plain exceptions on a damaged file
-        raise StorageError(f"damaged WARC file in {folder}: {exc}") from None
+    for found in stored_responses(folder, latest=True):
+        body, ctype = found.body or b"", found.content_type
+        charset, _ = detect_charset(body, ctype or None)
+        pages[found.url] = (media_type(ctype), decode_text(body, charset))
     return StoredCrawl(config, seeds or list(config.seeds), states, pages, edges)
 
 

@@ -20,7 +20,7 @@ from harvestman.batch.simhash import unsigned
 from harvestman.batch.snapshot import Snapshot, existing_snapshot, snapshot_folder, write_snapshot
 from harvestman.batch.warcpages import simhashes_from_warc
 from harvestman.model.errors import ConfigError
-from harvestman.store.factory import DEFAULT_DB_NAME, open_store, store_location
+from harvestman.store.crawldir import CrawlDir
 from harvestman.store.frontier import CrawlDb
 
 EngineChoice = str | BatchEngine
@@ -37,15 +37,9 @@ def open_engine(name: str) -> BatchEngine:
     raise ConfigError(f"unknown batch engine {name!r}: choose one of {', '.join(ENGINES)}")
 
 
-def _check_crawl(folder: Path, db: str) -> str:
-    if not db and not (Path(folder) / DEFAULT_DB_NAME).is_file():
-        raise ConfigError(f"{folder} holds no crawl (no {DEFAULT_DB_NAME} there)")
-    return store_location(db, Path(folder))
-
-
 def take_snapshot(folder: Path, db: str = "") -> Snapshot:
     """Write DIR/snapshot/{urls,links}.parquet from the crawl database (opened read-only)."""
-    store = open_store(_check_crawl(folder, db), read_only=True)
+    store = CrawlDir(Path(folder), db).open(read_only=True)
     try:
         return write_snapshot(store, snapshot_folder(folder))
     finally:
@@ -72,7 +66,7 @@ def _session(folder: Path, db: str, engine: EngineChoice, reuse_snapshot: bool) 
 
 @contextmanager
 def _writable(folder: Path, db: str) -> Iterator[CrawlDb]:
-    store = open_store(_check_crawl(folder, db))
+    store = CrawlDir(Path(folder), db).open()
     try:
         yield store
     finally:

@@ -34,15 +34,16 @@ from harvestman.batch.crawldir import open_crawl_store
 from harvestman.batch.fetch_segment import FetchedSegment, fetch_segment
 from harvestman.batch.simhash import hamming
 from harvestman.batch.updatedb import updatedb
-from harvestman.batch.warcpages import simhashes_in, warc_files
+from harvestman.batch.warcpages import simhashes_in
 from harvestman.crawl.sitemaps import lastmod_text, parse_sitemap
 from harvestman.model.config import CrawlConfig
-from harvestman.model.errors import ConfigError, StorageError
+from harvestman.model.errors import ConfigError
 from harvestman.model.records import FetchOutcome, LinkKind, UrlRecord, UrlState
 from harvestman.model.settings import RECRAWL_STRATEGIES
 from harvestman.store.crawldir import revive, stored_seeds
 from harvestman.store.frontier import Store
 from harvestman.store.sqlite_store import SqliteStore
+from harvestman.store.warc_read import crawl_warc_files, responses_in, warc_files_in
 
 STRATEGIES = RECRAWL_STRATEGIES[1:]
 MINOR_BITS = 3  # SimHashes this close: a small change (dedup's near-duplicate distance, too)
@@ -126,10 +127,10 @@ def classifier(folder: Path, segment: Path, found: list[tuple[FetchOutcome, UrlR
     def classify(pairs: list[tuple[FetchOutcome, UrlRecord]]) -> list[tuple[FetchOutcome, UrlRecord]]:
         changed = {o.url for o, g in pairs if _fetched_before(g) and o.state == UrlState.FETCHED
                    and o.signature != g.signature}
-        mine = [f for f in warc_files(folder) if segment in f.parents]
-        after = simhashes_in(mine, changed)
+        files = crawl_warc_files(folder)
+        after = simhashes_in([f for f in files if segment in f.parents], changed)
         unknown = {o.url for o, g in pairs if o.url in changed and not g.simhash}
-        before = simhashes_in([f for f in warc_files(folder) if segment not in f.parents], unknown)
+        before = simhashes_in([f for f in files if segment not in f.parents], unknown)
         out: list[tuple[FetchOutcome, UrlRecord]] = []
         for outcome, gen in pairs:
             change = outcome.change
@@ -162,23 +163,11 @@ def _default_fetch(folder: Path, cfg: CrawlConfig, segment: Path) -> FetchedSegm
 def _refresh_lastmods(folder: Path, cfg: CrawlConfig, segment: Path) -> None:
     """Give the crawl's pages the lastmods of the sitemaps just fetched (read from the segment's WARC
     files: the segment's engine, fetching no deeper than its list, keeps no lastmod)."""
-    from warcio.archiveiterator import ArchiveIterator  # only a re-crawl by sitemap reads them here
-
     found: list[tuple[str, dict[str, str]]] = []
-    for path in sorted((segment / "warc").glob("*.warc.gz")):
-        try:
-            with path.open("rb") as stream:
-                for record in ArchiveIterator(stream):
-                    if record.rec_type != "response" or record.http_headers is None \
-                            or record.http_headers.get_statuscode() != "200":
-                        continue
-                    url = record.rec_headers.get_header("WARC-Target-URI") or ""
-                    body = record.content_stream().read()
-                    sitemap = parse_sitemap(body, url, max_length=cfg.max_url_length)
-                    found.extend((e.url, {"lastmod": lastmod_text(e.lastmod)})
-                                 for e in sitemap.pages if e.lastmod is not None)
-        except Exception as exc:  # warcio raises plain exceptions on a damaged file
-            raise StorageError(f"cannot read WARC file {path}: {exc}") from None
+    for response in responses_in(warc_files_in(segment / "warc"), html_only=False):
+        sitemap = parse_sitemap(response.body or b"", response.url, max_length=cfg.max_url_length)
+        found.extend((e.url, {"lastmod": lastmod_text(e.lastmod)})
+                     for e in sitemap.pages if e.lastmod is not None)
     if not found:
         return
     store = open_crawl_store(folder, cfg.db, cfg)

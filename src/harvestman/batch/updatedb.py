@@ -26,6 +26,7 @@ from pathlib import Path
 from harvestman.batch import segments
 from harvestman.batch.crawldir import open_crawl_store
 from harvestman.batch.fetch_segment import cycle_schedule
+from harvestman.crawl.stats import REFUSED_CLASSES, PageCounts
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import ConfigError
 from harvestman.model.records import (
@@ -50,7 +51,7 @@ MERGED_KEY = "merged_segments"
 # list row: what the crawl knew before), before they are scheduled: harvestman recrawl's change
 # classes (batch/recrawl.py).
 Classifier = Callable[[list[tuple[FetchOutcome, UrlRecord]]], list[tuple[FetchOutcome, UrlRecord]]]
-NOT_REVISITED = ("robots", "host_budget")  # refused before a fetch (crawl/engine.py _finish_refused)
+NOT_REVISITED = REFUSED_CLASSES  # refused before a fetch (crawl/engine.py _refuse)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +64,11 @@ class Merged:
     new_urls: int  # outlinks new to the crawl
     pages_with_links: int
     found: int = 0  # URLs the fetch found on its own and fetched (sitemaps robots.txt names)
+    # Of the URLs merged, as PageCounts counts them (as `fetch` counted them when it fetched the
+    # segment in one run): pages, failures, and those refused before a fetch (robots.txt).
+    pages: int = 0
+    failed: int = 0
+    refused: int = 0
 
 
 def outcome_of(rec: UrlRecord, generated: UrlRecord) -> FetchOutcome:
@@ -141,6 +147,8 @@ def updatedb(folder: Path, cfg: CrawlConfig, segment: str | Path | None = None, 
         released = 0
         when = cycle_schedule(cfg, schedule)
         fetched: list[tuple[FetchOutcome, UrlRecord]] = []
+        counted = PageCounts()
+        refused = 0
         for url, gen in generated.items():
             rec = rows[url]
             if rec is None or (rec is not gen and _untouched(rec, gen)):
@@ -149,6 +157,9 @@ def updatedb(folder: Path, cfg: CrawlConfig, segment: str | Path | None = None, 
                 outcomes.append(outcome_of(gen, gen))
             else:
                 fetched.append((outcome_of(rec, gen), gen))
+                # Row by row, as the segment's store holds them (a redirect's page is a row of its own).
+                counted += PageCounts.of_row(rec.state, rec.error_class)
+                refused += rec.error_class in REFUSED_CLASSES
         if classify is not None:
             fetched = classify(fetched)
         outcomes.extend(scheduled_outcome(outcome, gen, when) for outcome, gen in fetched)
@@ -190,4 +201,5 @@ def updatedb(folder: Path, cfg: CrawlConfig, segment: str | Path | None = None, 
         store.close()
     segments.mark(path, "merged")
     added = sum(after.values()) - sum(before.values())
-    return Merged(path, len(generated) - released, released, added, len(links), len(generated) - listed)
+    return Merged(path, len(generated) - released, released, added, len(links), len(generated) - listed,
+                  pages=counted.pages, failed=counted.failed, refused=refused)

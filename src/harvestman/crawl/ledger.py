@@ -7,7 +7,7 @@ import asyncio
 import time
 from collections.abc import Callable
 
-from harvestman.crawl.stats import CrawlStats
+from harvestman.crawl.stats import CrawlStats, PageCounts
 from harvestman.model.events import Event, EventKind
 from harvestman.model.records import FetchOutcome, FetchResult, LeasedUrl, UrlState
 from harvestman.policy.outcome import Decision
@@ -66,15 +66,15 @@ class RunLedger:
             return
         self.done_total += 1
         ok = not decision.reason
+        counted = PageCounts.of_outcome(outcome)  # as the crawl database will count it
+        self.stats.fetched += counted.pages
+        self.stats.failed += counted.failed
         if result.status:
-            self.stats.fetched += 1
             self.emit(Event(EventKind.FETCHED, now, url=leased.url, host=host, status=result.status,
                             bytes=result.wire_bytes, error_class=outcome.error_class))
-        if not ok:
-            self.stats.failed += 1
-            if not result.status:
-                self.emit(Event(EventKind.GAVE_UP, now, url=leased.url, host=host,
-                                error_class=outcome.error_class, message=decision.reason))
+        if not ok and not result.status:
+            self.emit(Event(EventKind.GAVE_UP, now, url=leased.url, host=host,
+                            error_class=outcome.error_class, message=decision.reason))
         journal.download(leased.url, ok, decision.reason)
 
     def refused(self, leased: LeasedUrl, error_class: str, reason: str, journal: RunJournal,

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 
 from harvestman.model.config import CrawlConfig
-from harvestman.model.errors import ConfigError, InvalidUrlError
+from harvestman.model.errors import ConfigError, CrawlExistsError, InvalidUrlError
 from harvestman.model.events import Event, EventKind
 from harvestman.model.records import NewUrl
 from harvestman.net.hostkeys import HostKeys
@@ -30,10 +30,7 @@ async def store_seeds(frontier: Store, cfg: CrawlConfig, keys: HostKeys, journal
     crawl's seeds. An invalid seed is logged and handed to `skipped`; other events go to `emit`."""
     stored = frontier.get_meta("seeds")
     if stored is not None and not cfg.resume:
-        raise ConfigError(
-            f"{cfg.db or cfg.out_dir} already holds a crawl; pass --resume to continue it, or choose "
-            "another --out" + (" or --db" if cfg.db else "")
-        )
+        raise CrawlExistsError(str(cfg.db or cfg.out_dir), in_db=bool(cfg.db))
     # A crawl shared by several machines (PostgreSQL) may have workers running elsewhere that
     # hold leases: those of the run being resumed come back when they expire (lease_seconds).
     if cfg.resume and not is_postgres(store_location(cfg.db, cfg.out_dir)):

@@ -1,9 +1,60 @@
-"""A run's counters, the share of a crawl one process works on, and the lines that sum a run up."""
+"""A run's counters, the share of a crawl one process works on, and the lines that sum a run up;
+what counts as a page and as a failure, for the run's counters and the crawl database's alike."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from harvestman.model.records import FetchOutcome, UrlState, landing_state
+
+PAGE_STATES = frozenset({UrlState.FETCHED, UrlState.NOT_MODIFIED})
+# Error classes of URLs refused before a fetch (crawl/engine.py): robots.txt disallows them, or
+# their host's page budget is spent. Skipped: neither a page nor a failure.
+REFUSED_CLASSES = frozenset({"robots", "host_budget"})
+
+
+@dataclass(frozen=True, slots=True)
+class PageCounts:
+    """A crawl's pages and failures: one definition for a run's counters (the CRAWL_FINISHED event,
+    the progress display, `fetch`'s line) and the crawl database's figures (the API's summary, the
+    web page's cards, `updatedb`'s line), counted over URL rows as the store writes them.
+
+    pages: URLs that ended holding a page, fetched or not modified. A followed redirect is one page,
+    the one it ended on (the redirecting URL is a redirect); a 404 is no page.
+    failed: URLs that ended in an error (gone): an error status (404, 500 ...), no answer, robots.txt
+    unreachable. Not the URLs robots.txt disallows or a host's budget refuses (skipped), nor a redirect
+    not followed, nor a page kept with a remark (truncated, a parse problem).
+
+    A run counts its own URLs; the database every URL of the crawl (a resumed crawl's runs add up).
+    """
+
+    pages: int = 0
+    failed: int = 0
+
+    @classmethod
+    def of_row(cls, state: UrlState, error_class: str) -> PageCounts:
+        """What one URL row in `state` with `error_class` counts for."""
+        failed = state == UrlState.GONE and error_class not in REFUSED_CLASSES
+        return cls(int(state in PAGE_STATES), int(failed))
+
+    @classmethod
+    def of_outcome(cls, outcome: FetchOutcome) -> PageCounts:
+        """What a final outcome adds: its URL's row, and the row of the page its redirects ended on."""
+        counts = cls.of_row(outcome.state, outcome.error_class)
+        landing = landing_state(outcome)
+        return counts if landing is None else counts + cls.of_row(landing, outcome.error_class)
+
+    def __add__(self, other: PageCounts) -> PageCounts:
+        return PageCounts(self.pages + other.pages, self.failed + other.failed)
+
+    @classmethod
+    def of_database(cls, states: Mapping[UrlState, int], errors: Mapping[str, int]) -> PageCounts:
+        """The counts of a crawl database, from its URLs by state and by error class (`counts()` and
+        `error_counts()`): refused URLs are gone with their class."""
+        refused = sum(errors.get(name, 0) for name in REFUSED_CLASSES)
+        return cls(sum(states.get(state, 0) for state in PAGE_STATES), states.get(UrlState.GONE, 0) - refused)
 
 
 @dataclass(slots=True)
@@ -11,8 +62,8 @@ class CrawlStats:
     """Counters of this run, read by the progress display and the summary."""
 
     started_at: float = field(default_factory=time.time)
-    fetched: int = 0  # responses stored
-    failed: int = 0  # URLs that ended in an error
+    fetched: int = 0  # pages: URLs that ended holding a page (PageCounts)
+    failed: int = 0  # URLs that ended in an error (PageCounts)
     retried: int = 0  # attempts that will be retried
     skipped: int = 0  # refused before fetching (robots.txt, invalid seed)
     bytes: int = 0  # bytes on the wire
@@ -27,7 +78,7 @@ class CrawlStats:
     busy_hosts: set[str] = field(default_factory=set)
 
     def pages_per_second(self, now: float | None = None) -> float:
-        """Responses stored per second since the run started."""
+        """Pages per second since the run started."""
         elapsed = (now or time.time()) - self.started_at
         return self.fetched / elapsed if elapsed > 0 else 0.0
 
@@ -57,8 +108,9 @@ def deferred_note(count: int, until: float, max_wait: float, revisits: int = 0) 
 
 
 def finished_message(stats: CrawlStats, max_wait: float) -> str:
-    """The message of a run's CRAWL_FINISHED event: its counts, and what waits beyond --max-wait."""
-    message = f"{stats.fetched} fetched, {stats.failed} failed"
+    """The message of a run's CRAWL_FINISHED event: its counts (PageCounts), and what waits beyond
+    --max-wait."""
+    message = f"{stats.fetched} pages, {stats.failed} failed"
     if stats.deferred:
         message += "; " + deferred_note(stats.deferred, stats.deferred_until, max_wait,
                                         stats.deferred_revisits)

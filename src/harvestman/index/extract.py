@@ -23,17 +23,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harvestman.batch.warcpages import warc_files
 from harvestman.fetch.content import decode_text, detect_charset
 from harvestman.index.fieldrules import ALL_PAGES, FieldRule, apply_rule, categories_needed, table_for
 from harvestman.index.structured import page_items
 from harvestman.model.errors import ConfigError, StorageError
 from harvestman.model.records import UrlState
 from harvestman.store.factory import DEFAULT_DB_NAME, open_store, store_location
+from harvestman.store.warc_read import HTML_TYPES, stored_responses
 
 TABLES_DIR = "tables"
 FEATURES_FILE = Path("features") / "pages.parquet"
-_HTML_TYPES = ("text/html", "application/xhtml+xml")
 _WITH_CONTENT = (UrlState.FETCHED, UrlState.NOT_MODIFIED)
 
 
@@ -69,64 +68,16 @@ def pages_to_read(folder: Path, db: str = "") -> set[str]:
     store = open_store(store_location(db, Path(folder)), read_only=True)
     try:
         return {r.url for r in store.records() if r.state in _WITH_CONTENT
-                and (r.content_type.split(";", 1)[0].strip().lower() in _HTML_TYPES or not r.content_type)}
+                and (r.content_type.split(";", 1)[0].strip().lower() in HTML_TYPES or not r.content_type)}
     finally:
         store.close()
 
 
-def _scan(path: Path, wanted: set[str], keep: dict[str, tuple[str, int, Path, int]], order: int) -> None:
-    """Note, for each wanted URL, the (date, file order, file, offset) of its latest HTML 200 response."""
-    from warcio.archiveiterator import ArchiveIterator  # imported here: only batch steps read WARC files
-
-    with path.open("rb") as stream:
-        records = ArchiveIterator(stream)
-        for record in records:
-            if record.rec_type != "response" or record.http_headers is None:
-                continue
-            url = record.rec_headers.get_header("WARC-Target-URI") or ""
-            if url not in wanted or record.http_headers.get_statuscode() != "200":
-                continue
-            ctype = (record.http_headers.get_header("Content-Type") or "").split(";", 1)[0].strip().lower()
-            if ctype not in _HTML_TYPES:
-                continue
-            date = record.rec_headers.get_header("WARC-Date") or ""
-            seen = keep.get(url)
-            if seen is None or (date, order) >= seen[:2]:
-                keep[url] = (date, order, path, records.get_record_offset())
-
-
 def fetched_pages(folder: Path, wanted: set[str]) -> Iterator[FetchedPage]:
-    """The latest stored HTML response of each wanted URL, file by file (two passes: find, then read,
-    so only one body is in memory at a time)."""
-    from warcio.archiveiterator import ArchiveIterator
-
-    keep: dict[str, tuple[str, int, Path, int]] = {}
-    files = warc_files(folder)
-    try:
-        for order, path in enumerate(files):
-            _scan(path, wanted, keep, order)
-        chosen: dict[Path, set[int]] = defaultdict(set)
-        for _, _, path, offset in keep.values():
-            chosen[path].add(offset)
-        for path in files:
-            if path not in chosen:
-                continue
-            with path.open("rb") as stream:
-                records = ArchiveIterator(stream)
-                for record in records:
-                    if record.rec_type != "response" or record.http_headers is None:
-                        continue
-                    # The body first: warcio's get_record_offset() reads the record to its end.
-                    body = record.content_stream().read()
-                    if records.get_record_offset() in chosen[path]:
-                        yield FetchedPage(record.rec_headers.get_header("WARC-Target-URI") or "", body,
-                                          record.http_headers.get_header("Content-Type") or "")
-    except OSError as exc:
-        raise StorageError(f"cannot read the WARC files of {folder}: {exc}") from None
-    except Exception as exc:  # warcio raises plain exceptions on a damaged file
-        if isinstance(exc, StorageError):
-            raise
-        raise StorageError(f"damaged WARC file in {folder}: {exc}") from None
+    """The latest stored HTML response of each wanted URL, file by file (found first, then read one
+    at a time, so only one body is in memory at once)."""
+    for found in stored_responses(folder, latest=True, urls=wanted):
+        yield FetchedPage(found.url, found.body or b"", found.content_type)
 
 
 def page_categories(folder: Path) -> dict[str, str] | None:

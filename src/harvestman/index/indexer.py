@@ -1,10 +1,12 @@
 """`harvestman index`: the full-text index of a crawl's fetched pages, kept up to date incrementally.
 
 A page's document holds its title, headings, main text (read from its last HTML 200 response in the
-WARC files), URL, host, category (DIR/features/pages.parquet, when written) and the anchor texts of
-the links to it (from the crawl database's link graph). Per URL the indexer keeps a digest of those
-inputs (content signature, anchors, category): a run replaces only the pages whose digest changed,
-removes those that are gone, duplicates, redirects or noindex, and leaves the rest untouched.
+WARC files, the one being written included), URL, host, category (DIR/features/pages.parquet, when
+written) and the anchor texts of the links to it (from the crawl database's link graph). Per URL the
+indexer keeps a digest of those inputs (content signature, anchors, category), once its response was
+read: a run replaces only the pages whose digest changed or that were never read (fetched while the
+last run ran, their record not yet stored), removes those that are gone, duplicates, redirects or
+noindex, and leaves the rest untouched.
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import hashlib
 import ipaddress
 import sqlite3
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,10 +26,10 @@ from harvestman.model.records import UrlRecord, UrlState
 from harvestman.net.urls import host_of
 from harvestman.store.factory import is_postgres, open_store, sqlite_path, store_location
 from harvestman.store.frontier import CrawlDb
+from harvestman.store.warc_read import HTML_TYPES, stored_responses
 
 FEATURES_FILE = Path("features") / "pages.parquet"  # url, ..., category: written by index/features.py
 _INDEXED_STATES = (UrlState.FETCHED, UrlState.NOT_MODIFIED)
-_HTML_TYPES = ("text/html", "application/xhtml+xml")
 MAX_ANCHORS = 200  # distinct anchor texts kept a page: a site-wide link's many copies say one thing
 WRITER_HEAP = 200_000_000  # bytes tantivy buffers before it writes a segment
 
@@ -68,7 +69,7 @@ def _open_crawl(folder: Path, db: str) -> CrawlDb:
 
 def _is_html(record: UrlRecord) -> bool:
     ctype = record.content_type.split(";", 1)[0].strip().lower()
-    return not ctype or ctype in _HTML_TYPES  # a 304's row may keep no type: the WARC decides
+    return not ctype or ctype in HTML_TYPES  # a 304's row may keep no type: the WARC decides
 
 
 def _candidates(crawl: CrawlDb) -> dict[str, UrlRecord]:
@@ -177,32 +178,6 @@ class _State:
         self._db.close()
 
 
-def _html_responses(folder: Path, wanted: dict[str, str]) -> Iterator[tuple[str, str, bytes]]:
-    """(url, WARC-Date, body) of the HTML 200 responses of `wanted` URLs in the crawl's WARC files."""
-    from warcio.archiveiterator import ArchiveIterator  # imported here: only reading bodies needs it
-
-    from harvestman.batch.warcpages import warc_files
-
-    for path in warc_files(folder):
-        try:
-            with path.open("rb") as stream:
-                for record in ArchiveIterator(stream):
-                    if record.rec_type != "response" or record.http_headers is None:
-                        continue
-                    url = record.rec_headers.get_header("WARC-Target-URI") or ""
-                    if url not in wanted or record.http_headers.get_statuscode() != "200":
-                        continue
-                    ctype = (record.http_headers.get_header("Content-Type") or "").split(";", 1)[0]
-                    if ctype.strip().lower() not in _HTML_TYPES:
-                        continue
-                    date = record.rec_headers.get_header("WARC-Date") or ""
-                    yield url, date, record.content_stream().read()
-        except OSError as exc:
-            raise StorageError(f"cannot read WARC file {path}: {exc}") from None
-        except Exception as exc:  # warcio raises plain exceptions on a damaged file
-            raise StorageError(f"damaged WARC file {path}: {exc}") from None
-
-
 def build_index(folder: Path, db: str = "", *, rebuild: bool = False) -> IndexResult:
     """Bring DIR/searchindex up to date with the crawl: index new and changed pages, drop the ones
     that left (gone, duplicate, redirect, noindex); `rebuild` indexes every page again."""
@@ -226,20 +201,19 @@ def build_index(folder: Path, db: str = "", *, rebuild: bool = False) -> IndexRe
         writer = index.writer(heap_size=WRITER_HEAP)
         if reset:
             writer.delete_all_documents()
-        for url in (*leaving, *(u for u in todo if before.get(u, ("", False))[1])):
+        for url in leaving:
             writer.delete_documents_by_term("id", url)
-        newest: dict[str, str] = {}  # url -> WARC-Date of the response indexed
-        done: dict[str, tuple[str, bool]] = {u: (d, False) for u, d in todo.items()}
-        for url, date, body in _html_responses(folder, todo):
-            if url in newest and date < newest[url]:
-                continue
+        # Only the pages read are marked done: one fetched but not yet stored (its record still in
+        # the writer's hands) keeps its old digest, so the next run picks it up.
+        done: dict[str, tuple[str, bool]] = {}
+        for found in stored_responses(folder, latest=True, urls=todo, open_files=True):
+            url = found.url
             record = candidates[url]
-            doc = page_document(url, body, anchors=tuple(anchors.get(url, ())),
+            doc = page_document(url, found.body or b"", anchors=tuple(anchors.get(url, ())),
                                 category=categories.get(url, ""), signature=record.signature,
                                 fallback_title=record.title)
-            if url in newest:  # an older response of the page was added in this run: this one wins
+            if before.get(url, ("", False))[1]:
                 writer.delete_documents_by_term("id", url)
-            newest[url] = date
             if doc is not None:
                 writer.add_document(to_tantivy(doc))
             done[url] = (todo[url], doc is not None)

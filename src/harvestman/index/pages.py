@@ -21,16 +21,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from harvestman.batch.warcpages import warc_files
 from harvestman.index.features import TOP_K, extract_features
 from harvestman.model.errors import ConfigError, StorageError
 from harvestman.model.records import PageFeatures
+from harvestman.store.warc_read import crawl_warc_files, stored_responses
 
 FEATURES_DIR = "features"
 PAGES_FILE = "pages.parquet"
 PART_GLOB = "pages-*.parquet"
 BATCH_ROWS = 256  # rows buffered before a row group is written
-_HTML_TYPES = ("text/html", "application/xhtml+xml")
 _CATEGORY_COLUMNS = ("url", "category", "category_probability")  # what stored_categories reads
 
 
@@ -203,42 +202,8 @@ def _labelled(page: PageFeatures, known: tuple[str, float] | None) -> PageFeatur
 def html_responses(folder: Path) -> Iterator[tuple[str, str, bytes]]:
     """(url, Content-Type header, body) of the last HTML 200 response of each URL in the crawl's WARC
     files (by WARC-Date, then file order), as `harvestman features` reads them."""
-    from warcio.archiveiterator import ArchiveIterator  # imported here: only this job reads WARC
-
-    def html_records(path: Path) -> Iterator[tuple[int, Any]]:
-        with path.open("rb") as stream:
-            for ordinal, record in enumerate(ArchiveIterator(stream)):
-                if record.rec_type != "response" or record.http_headers is None:
-                    continue
-                if record.http_headers.get_statuscode() != "200":
-                    continue
-                ctype = record.http_headers.get_header("Content-Type") or ""
-                if ctype.split(";", 1)[0].strip().lower() in _HTML_TYPES:
-                    yield ordinal, record
-
-    files = warc_files(folder)
-    last: dict[str, tuple[str, int, int]] = {}  # url -> (WARC-Date, file, record): a first pass
-    try:
-        for index, path in enumerate(files):
-            for ordinal, record in html_records(path):
-                url = record.rec_headers.get_header("WARC-Target-URI") or ""
-                date = record.rec_headers.get_header("WARC-Date") or ""
-                seen = last.get(url)
-                if seen is None or date >= seen[0]:
-                    last[url] = (date, index, ordinal)
-        wanted = {(index, ordinal) for _, index, ordinal in last.values()}
-        for index, path in enumerate(files):
-            for ordinal, record in html_records(path):
-                if (index, ordinal) in wanted:
-                    url = record.rec_headers.get_header("WARC-Target-URI") or ""
-                    yield url, record.http_headers.get_header("Content-Type") or "", \
-                        record.content_stream().read()
-    except OSError as exc:
-        raise StorageError(f"cannot read the WARC files of {folder}: {exc}") from None
-    except StorageError:
-        raise
-    except Exception as exc:  # warcio raises plain exceptions on a damaged file
-        raise StorageError(f"damaged WARC file in {folder}: {exc}") from None
+    for found in stored_responses(folder, latest=True):
+        yield found.url, found.content_type, found.body or b""
 
 
 def html_text(body: bytes, content_type: str) -> str:
@@ -256,7 +221,7 @@ def features_from_warc(folder: Path, *, top_k: int = TOP_K) -> tuple[Path, int]:
     folder = Path(folder)
     if not folder.is_dir():
         raise ConfigError(f"{folder} is not a crawl folder")
-    if not warc_files(folder):
+    if not crawl_warc_files(folder):
         raise ConfigError(f"{folder} holds no WARC files (DIR/warc/*.warc.gz, DIR/segments/*/warc/)")
     kept = stored_categories(folder)  # read whole before the table is replaced
     pages = (_labelled(extract_features(html_text(body, ctype), url, top_k=top_k), kept.get(url))

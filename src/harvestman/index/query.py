@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from harvestman.model.errors import ConfigError
 from harvestman.model.records import UrlState
-from harvestman.store.factory import DEFAULT_DB_NAME, open_store, store_location
+from harvestman.store.crawldir import CrawlDir
 
 DEFAULT_MAX_HITS = 10
 _HITS_TABLE = "__harvestman_search_hits"
@@ -200,9 +200,10 @@ class QuerySession:
         """`pages` from the crawl database when no page features were computed: what it knows of each URL."""
         import pyarrow as pa
 
-        if not self.db and not (self.folder / DEFAULT_DB_NAME).is_file():
+        crawl = CrawlDir(self.folder, self.db)
+        if not crawl.holds_crawl():
             return
-        store = open_store(store_location(self.db, self.folder), read_only=True)
+        store = crawl.open(read_only=True)
         try:
             rows = [(r.url, r.host, r.title, UrlState(r.state).name.lower(), r.http_status, r.content_type,
                      r.depth, r.fetch_time, r.score, r.inlinks, r.duplicate_of) for r in store.records()]

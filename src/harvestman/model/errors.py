@@ -15,6 +15,22 @@ class ConfigError(HarvestmanError):
     """A configuration value or command-line option is invalid."""
 
 
+class CrawlExistsError(ConfigError):
+    """A new crawl was asked for where a crawl is stored already: continue it, or start it elsewhere.
+
+    The message speaks the library's settings; the command line words it with its flags (`where`,
+    `in_db`).
+    """
+
+    def __init__(self, where: str, *, in_db: bool) -> None:
+        self.where = where  # the output folder, or the database the crawl is kept in
+        self.in_db = in_db  # whether the crawl is in a database the `db` setting names
+        super().__init__(
+            f"{where} already holds a crawl: continue it with CrawlConfig(resume=True), or give the new "
+            "crawl another out_dir" + (" or db" if in_db else "")
+        )
+
+
 class QueryError(ConfigError):
     """A search query the index's query language cannot parse (or that names an unknown field)."""
 

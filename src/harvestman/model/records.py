@@ -337,6 +337,20 @@ class FetchOutcome:
     relevance: float = 0.0  # ... and its probability (policy/focus.py)
 
 
+
+def landing_state(outcome: FetchOutcome) -> UrlState | None:
+    """The state a store records on the page a followed redirect ended on (a row of its own), or None
+    when the outcome writes no row but its URL's. The page is marked so that it is not fetched again
+    when found later: not for a retry (it follows the redirect again), nor for a redirect not followed
+    (a 3xx is the last response: its target was not fetched here)."""
+    final = outcome.final_url
+    if not final or final == outcome.url or outcome.state == UrlState.UNFETCHED \
+            or 300 <= outcome.http_status < 400:
+        return None
+    if outcome.state in (UrlState.REDIRECT_TEMP, UrlState.REDIRECT_PERM):
+        return UrlState.FETCHED
+    return outcome.state
+
 @dataclass(frozen=True, slots=True)
 class UrlRecord:
     """One row of the crawl database, for status and export."""

@@ -123,7 +123,7 @@ SETTINGS: tuple[Setting, ...] = (
       ("--retries",), commands=(*BOTH, "step")),
     _("retry_after_cap", "a Retry-After is honoured up to this many seconds"),
     _("max_wait", "end the run when every URL left waits longer than this (--resume goes on)",
-      ("--max-wait",), commands=(*BOTH, "step")),
+      ("--max-wait",), commands=(*BOTH, "step"), scope="run-wide"),
     _("max_pages_per_host", "fetch at most N pages of one host in a run; 0: no budget",
       ("--max-pages-per-host",), commands=("crawl", "step")),
     _("host_key", "what one politeness queue is: a host, a registrable domain, or a server address",

@@ -243,6 +243,12 @@ def registered_domain(host: str) -> str:
     return domain or host
 
 
+
+def is_robots_txt(url: str) -> bool:
+    """Whether `url` is an origin's robots.txt: a file the crawl fetches for its own use (RFC 9309),
+    never one of its pages, however a page or a sitemap links to it."""
+    return "/robots.txt" in url and urlsplit(url).path == "/robots.txt"
+
 def without_password(location: str) -> str:
     """`location` fit for a message or a log: a password in it is replaced by ***."""
     parts = urlsplit(location)

@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 
 from harvestman.model.errors import InvalidUrlError
-from harvestman.net.urls import host_of, normalize_with_host, registered_domain
+from harvestman.net.urls import host_of, is_robots_txt, normalize_with_host, registered_domain
 
 SCOPE_MODES = ("host", "domain", "any")
 _UNSEEN: tuple[str, str] = ("", "")  # a link not yet in the answers (compared by identity)
@@ -40,6 +40,8 @@ class Scope:
 
     def reason(self, url: str, host: str | None = None) -> str | None:
         """Why `url` is out of scope, or None when it is in scope (`host`: its host, when known)."""
+        if is_robots_txt(url):  # read by the robots gate, not crawled: no row, no page, no count
+            return "robots.txt is read by the crawl for itself"
         if self.mode != "any":
             try:
                 host = host if host is not None else host_of(url)

@@ -19,6 +19,7 @@ from harvestman.serve.auth import Auth
 from harvestman.serve.crawls import RUNNING_STATES, CrawlBusy, CrawlManager
 from harvestman.serve.eventlog import EventFigures, LogLine, read_events
 from harvestman.serve.jobs import JobRunner
+from harvestman.serve.jobspecs import job_spec
 from harvestman.serve.pages import WarcLookup
 from harvestman.serve.search import Searcher
 from harvestman.serve.settings import check_settings
@@ -162,7 +163,8 @@ def api_router(services: Services, auth: Auth) -> APIRouter:
             raise CrawlBusy(f"crawl {crawl_id} is {info.state}: its steps run once it has stopped")
         options = dict(body)
         job_type = options.pop("type", None)
-        return {"id": services.jobs.start(info.paths, str(job_type), options, info.settings, info.db)}
+        spec = job_spec(str(job_type), options)
+        return {"id": services.jobs.start(info.paths, spec)}
 
     @router.get("/crawls/{crawl_id}/jobs/{job_id}")
     def get_job(crawl_id: str, job_id: str) -> dict[str, Any]:

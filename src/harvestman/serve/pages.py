@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harvestman.model.errors import HarvestmanError
-from harvestman.store.warc import OPEN_SUFFIX
+from harvestman.model.errors import HarvestmanError, StorageError
+from harvestman.store.warc_read import crawl_warc_files, file_responses, read_response
 
 MAX_TEXT_BYTES = 2 * 1024 * 1024  # the JSON view's body; ?raw=1 sends it whole
 
@@ -50,17 +50,6 @@ class StoredPage:
         }
 
 
-def _warc_files(crawl_dir: Path) -> list[Path]:
-    # Finished files and the one being written (complete records only are read from it).
-    patterns = (
-        "warc/*.warc.gz",
-        f"warc/*.warc.gz{OPEN_SUFFIX}",
-        "segments/*/warc/*.warc.gz",
-        f"segments/*/warc/*.warc.gz{OPEN_SUFFIX}",
-    )
-    return sorted(p for pattern in patterns for p in crawl_dir.glob(pattern))
-
-
 class WarcLookup:
     """Where each URL's last response is in a crawl's WARC files, indexed as the files grow."""
 
@@ -73,7 +62,8 @@ class WarcLookup:
         """The last response stored for `url`; PageNotFound when there is none."""
         best: tuple[str, Path, int] | None = None
         with self._lock:
-            files = _warc_files(crawl_dir)
+            # Finished files and the ones being written (complete records only are read from them).
+            files = crawl_warc_files(crawl_dir, open_files=True)
             for gone in [p for p in self._files if crawl_dir in p.parents and p not in files]:
                 del self._files[gone]  # renamed from .open when finished, or deleted with the crawl
             for path in files:
@@ -85,8 +75,6 @@ class WarcLookup:
         return _read(best[1], best[2], url)
 
     def _index(self, path: Path) -> dict[str, tuple[str, int]]:
-        from warcio.archiveiterator import ArchiveIterator
-
         try:
             size = path.stat().st_size
         except FileNotFoundError:  # renamed from .open since the glob
@@ -96,36 +84,18 @@ class WarcLookup:
             return known[1]
         urls: dict[str, tuple[str, int]] = {}
         try:
-            with path.open("rb") as stream:
-                records = ArchiveIterator(stream)
-                for record in records:
-                    if record.rec_type == "response":
-                        uri = record.rec_headers.get_header("WARC-Target-URI") or ""
-                        urls[uri] = (
-                            record.rec_headers.get_header("WARC-Date") or "",
-                            records.get_record_offset(),
-                        )
-        except Exception:  # a record being written at the end of an open file: what came before stands
+            for found in file_responses(path, html_only=False, ok_only=False, bodies=False):
+                urls[found.url] = (found.date, found.offset)
+        except StorageError:  # a damaged file: the responses before the damage stand
             pass
         self._files[path] = (size, urls)
         return urls
 
 
 def _read(path: Path, offset: int, url: str) -> StoredPage:
-    from warcio.archiveiterator import ArchiveIterator
-
     try:
-        with path.open("rb") as stream:
-            stream.seek(offset)
-            record = next(iter(ArchiveIterator(stream)))
-            http = record.http_headers
-            body = record.content_stream().read()
-            truncated = bool(record.rec_headers.get_header("WARC-Truncated"))
-    except (OSError, StopIteration, ValueError) as exc:
+        found = read_response(path, offset)
+    except StorageError as exc:
         raise PageNotFound(f"the stored response for {url[:200]!r} cannot be read: {exc}") from None
-    if http is None:
-        raise PageNotFound(f"no HTTP response stored for {url[:200]!r}")
-    headers = [(str(k), str(v)) for k, v in http.headers]
-    return StoredPage(
-        url, int(http.get_statuscode() or 0), headers, http.get_header("Content-Type") or "", body, truncated
-    )
+    return StoredPage(url, found.status, list(found.headers), found.content_type, found.body or b"",
+                      bool(found.truncated))

@@ -26,8 +26,7 @@ from harvestman.serve.layout import CrawlPaths, read_json, write_json
 
 def run(folder: Path) -> int:
     """Run the crawl of `folder`; its exit status (also written to exit.json)."""
-    from harvestman.app import cli_cycle
-    from harvestman.app.run import run_crawl
+    from harvestman.app.run import check_crawl_order, run_crawl
     from harvestman.serve.settings import crawl_config
 
     paths = CrawlPaths(folder)
@@ -41,7 +40,7 @@ def run(folder: Path) -> int:
             db=str(meta.get("db_url", "")),
             resume=bool(meta.get("runs", 1) > 1),
         )
-        cli_cycle.check_crawl_order(cfg)
+        check_crawl_order(cfg)
         status = run_crawl(cfg)
     except ConfigError as exc:
         print(f"harvestman: error: {exc}", file=sys.stderr)

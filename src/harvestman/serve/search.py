@@ -3,13 +3,22 @@
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 from harvestman.serve.crawls import CrawlInfo
 from harvestman.serve.layout import read_json, write_json
 from harvestman.serve.status import open_db
+from harvestman.store.warc_read import crawl_warc_files
 
-STAMP = "index.json"  # what the crawl database held when the index was last brought up to date
+STAMP = "index.json"  # what the crawl database and WARC files held when the index was last brought up to date
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except FileNotFoundError:  # finished (renamed) since it was listed: the next look sees the new name
+        return -1
 
 
 class Searcher:
@@ -48,6 +57,10 @@ class Searcher:
                 finally:
                     db.close()
                 now = {"responses": totals.responses, "last_fetch": totals.last_fetch}
+            # The WARC files too: a page fetched is indexed once its record is stored, which may come
+            # after the database's last change (the file being written grows, or is finished).
+            now["warc"] = [[str(p.relative_to(info.paths.crawl_dir)), _size(p)]
+                           for p in crawl_warc_files(info.paths.crawl_dir, open_files=True)]
             stamp = info.paths.folder / STAMP
             try:
                 before = read_json(stamp)

@@ -5,26 +5,27 @@ from __future__ import annotations
 
 from typing import Any
 
+from harvestman.crawl.stats import PAGE_STATES, PageCounts
 from harvestman.model.errors import HarvestmanError
 from harvestman.model.records import UrlState
 from harvestman.serve.crawls import RUNNING_STATES, CrawlInfo
 from harvestman.serve.eventlog import EventFigures
-from harvestman.store.factory import DEFAULT_DB_NAME, open_store, store_location
+from harvestman.store.crawldir import CrawlDir
 from harvestman.store.frontier import CrawlDb
 
 TOP_HOSTS = 10
-_PAGE_STATES = (UrlState.FETCHED, UrlState.NOT_MODIFIED)
 
 
 def open_db(info: CrawlInfo) -> CrawlDb | None:
     """The crawl's database opened for reading; None before the crawl has made it."""
-    if not info.db and not (info.paths.crawl_dir / DEFAULT_DB_NAME).is_file():
-        return None
-    return open_store(store_location(info.db, info.paths.crawl_dir), read_only=True)
+    crawl = CrawlDir(info.paths.crawl_dir, info.db)
+    return crawl.open(read_only=True) if crawl.holds_crawl() else None
 
 
 def summary(info: CrawlInfo, events: EventFigures) -> dict[str, Any]:
-    """A crawl's summary as the API serves it (docs/serve.md)."""
+    """A crawl's summary as the API serves it (docs/serve.md): `pages` and `failed` as PageCounts
+    defines them, the figures of the CRAWL_FINISHED event's message; `errors` is every remark by
+    class (refusals by robots.txt and truncated pages too), not a count of failures."""
     statuses, rate = events.figures(info.paths.events, info.state in RUNNING_STATES)
     out: dict[str, Any] = {
         "id": info.id,
@@ -34,6 +35,7 @@ def summary(info: CrawlInfo, events: EventFigures) -> dict[str, Any]:
         "settings": info.settings,
         "counts": {s.name.lower(): 0 for s in UrlState},
         "pages": 0,
+        "failed": 0,
         "pages_per_second": rate,
         "bytes": 0,
         "errors": {},
@@ -56,11 +58,12 @@ def summary(info: CrawlInfo, events: EventFigures) -> dict[str, Any]:
     finally:
         db.close()
     out["counts"] = {state.name.lower(): counts.get(state, 0) for state in UrlState}
-    out["pages"] = sum(counts.get(state, 0) for state in _PAGE_STATES)
+    counted = PageCounts.of_database(counts, errors)
+    out["pages"], out["failed"] = counted.pages, counted.failed
     out["bytes"] = totals.wire_bytes
     out["errors"] = dict(errors)
-    ranked = sorted(hosts, key=lambda h: (-sum(h.states.get(s, 0) for s in _PAGE_STATES), h.host))
+    ranked = sorted(hosts, key=lambda h: (-sum(h.states.get(s, 0) for s in PAGE_STATES), h.host))
     out["top_hosts"] = [
-        {"host": h.host, "pages": sum(h.states.get(s, 0) for s in _PAGE_STATES)} for h in ranked[:TOP_HOSTS]
+        {"host": h.host, "pages": sum(h.states.get(s, 0) for s in PAGE_STATES)} for h in ranked[:TOP_HOSTS]
     ]
     return out

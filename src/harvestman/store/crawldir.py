@@ -26,6 +26,7 @@ from harvestman.net.urls import without_password
 from harvestman.policy.revive import Revival, revival
 from harvestman.store.factory import is_postgres, open_store, sqlite_path, store_location
 from harvestman.store.frontier import Store
+from harvestman.store.warc_read import crawl_warc_files
 
 SETTINGS_KEY = "settings"
 LOCAL_KEY = "local_settings"
@@ -72,12 +73,9 @@ class CrawlDir:
         return self.path / "segments"
 
     def warc_files(self, *, open_files: bool = False) -> list[Path]:
-        """Every WARC file of the crawl: the continuous crawl's, then each segment's, by name
-        (names start with their UTC time); `open_files` adds those still being written."""
-        patterns = ["*.warc.gz", *(["*.warc.gz.open"] if open_files else [])]
-        folders = [self.warc_dir, *sorted(self.segments_dir.glob("*/warc"))]
-        return [file for folder in folders
-                for file in sorted(path for pattern in patterns for path in folder.glob(pattern))]
+        """Every WARC file of the crawl, its segments' included (store/warc_read.py); `open_files`
+        adds those still being written."""
+        return crawl_warc_files(self.path, open_files=open_files)
 
     def holds_crawl(self) -> bool:
         """Whether there is a crawl database to open (PostgreSQL: assumed, it is asked on opening)."""

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from harvestman.model.errors import FrontierError
 from harvestman.model.faults import crash_point
-from harvestman.model.records import FetchOutcome, LeasedUrl, NewUrl, PageLinks, UrlState
+from harvestman.model.records import FetchOutcome, LeasedUrl, NewUrl, PageLinks, UrlState, landing_state
 from harvestman.store.frontier import signed64
 from harvestman.store.linkcodec import encode_links
 from harvestman.store.postgres_db import QUEUED, DatabaseError, PostgresDb, clean
@@ -192,7 +192,7 @@ class PostgresStore(PostgresDb):
         the pages in `links`, and lease up to `lease` URLs (as `lease()` would, returned), all in
         one transaction."""
         ids = self._host_ids([u.host for u in new_urls]
-                             + [self._host_of(o.final_url) for o in outcomes if _marks_final(o)])
+                             + [self._host_of(o.final_url) for o in outcomes if landing_state(o) is not None])
 
         def work(conn: psycopg.Connection[Any]) -> list[LeasedUrl]:
             if new_urls:
@@ -211,7 +211,7 @@ class PostgresStore(PostgresDb):
                         links: Sequence[PageLinks], now: float) -> None:
         """Write each outcome (and the page its redirects ended on) as SqliteStore does, in a few
         statements: URL rows locked in URL order, links, then the hosts' clocks in id order."""
-        wanted = {o.url for o in outcomes} | {o.final_url for o in outcomes if _marks_final(o)}
+        wanted = {o.url for o in outcomes} | {o.final_url for o in outcomes if landing_state(o) is not None}
         # url -> [id, host_id, state, lease_until, depth, queued], kept as written
         rows: dict[str, list[Any]] = {
             r[0]: list(r[1:]) for r in conn.execute(
@@ -276,10 +276,8 @@ class PostgresStore(PostgresDb):
 
         for o in outcomes:
             write(o, o.url, o.state, 0, "")
-            if _marks_final(o):
-                state = o.state
-                if state in (UrlState.REDIRECT_TEMP, UrlState.REDIRECT_PERM):
-                    state = UrlState.FETCHED
+            state = landing_state(o)  # the page a redirect ended on is fetched too
+            if state is not None:
                 # The target is fetched again when the URL that led to it is (no re-visit of its own).
                 write(o, o.final_url, state, rows[o.url][4], o.url, revisit=False)
         with conn.cursor() as cur:
@@ -382,11 +380,3 @@ class PostgresStore(PostgresDb):
             (self.per_host,),
         )[0]
         return None if row[0] is None else float(row[0])
-
-
-def _marks_final(o: FetchOutcome) -> bool:
-    """Whether the page a redirect ended on is marked fetched too (so it is not fetched again when
-    found later): not for a retry (it follows the redirect again), nor for a redirect not followed
-    (a 3xx is the last response: its target was not fetched here)."""
-    return (bool(o.final_url) and o.final_url != o.url and o.state != UrlState.UNFETCHED
-            and not 300 <= o.http_status < 400)

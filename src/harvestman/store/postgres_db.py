@@ -173,12 +173,16 @@ class PostgresDb:
 
     def records(self) -> Iterator[UrlRecord]:
         """Stream every URL row in insertion order (for export)."""
+        return self._records("", ())
+
+    def _records(self, where: str, args: tuple[Any, ...]) -> Iterator[UrlRecord]:
+        """Stream the rows that `where` (an SQL condition and AND, or '') selects, in insertion order."""
         last = 0
         while True:
             # Keyset pages: no transaction stays open between yields.
             rows = self._read(
                 f"SELECT u.id, {RECORD_COLS} FROM urls u JOIN hosts h ON h.id = u.host_id"
-                " WHERE u.id > %s ORDER BY u.id LIMIT 1000", (last,))
+                f" WHERE {where} u.id > %s ORDER BY u.id LIMIT 1000", (*args, last))
             if not rows:
                 return
             last = rows[-1][0]
@@ -253,16 +257,7 @@ class PostgresDb:
 
     def failures(self) -> Iterator[UrlRecord]:
         """Stream every URL that ended GONE, in insertion order (what a `--resume` may revive)."""
-        last = 0
-        while True:
-            rows = self._read(
-                f"SELECT u.id, {RECORD_COLS} FROM urls u JOIN hosts h ON h.id = u.host_id"
-                " WHERE u.state = %s AND u.id > %s ORDER BY u.id LIMIT 1000", (int(UrlState.GONE), last))
-            if not rows:
-                return
-            last = rows[-1][0]
-            for row in rows:
-                yield row_to_record(row[1:])
+        return self._records("u.state = %s AND", (int(UrlState.GONE),))
 
     def requeue(self, urls: Iterable[str]) -> int:
         """Queue GONE URLs again as UNFETCHED, their failure forgotten (its cause was mended);

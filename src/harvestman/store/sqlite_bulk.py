@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import islice
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from harvestman.model.records import UrlRecord, UrlState
 from harvestman.store.frontier import GENERATE_ORDERS, row_to_record, signed64
@@ -77,13 +77,17 @@ class SqliteBulk(SqliteFile):
 
     def failures(self) -> Iterator[UrlRecord]:
         """Stream every URL that ended GONE, in insertion order (what a `--resume` may revive)."""
+        return self._records("u.state = ? AND", (int(UrlState.GONE),))
+
+    def _records(self, where: str, args: tuple[Any, ...]) -> Iterator[UrlRecord]:
+        """Stream the rows that `where` (an SQL condition and AND, or '') selects, in insertion order."""
         last = 0
         while True:
-            with self._reading():  # keyset pages: no read transaction held between yields
+            # Keyset pages: no read transaction stays open between yields, so writers are never blocked.
+            with self._reading():
                 rows = self._read().execute(
                     f"SELECT u.id, {self._record_cols} FROM urls u JOIN hosts h ON h.id = u.host_id"
-                    " WHERE u.state = ? AND u.id > ? ORDER BY u.id LIMIT 1000",
-                    (int(UrlState.GONE), last)).fetchall()
+                    f" WHERE {where} u.id > ? ORDER BY u.id LIMIT 1000", (*args, last)).fetchall()
             if not rows:
                 return
             last = rows[-1][0]

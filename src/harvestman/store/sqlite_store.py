@@ -18,6 +18,7 @@ from harvestman.model.records import (
     PageLinks,
     UrlRecord,
     UrlState,
+    landing_state,
 )
 from harvestman.store.frontier import HostStats, row_to_record, signed64
 from harvestman.store.linkcodec import decode_links, encode_links
@@ -255,15 +256,8 @@ class SqliteStore(SqliteBulk):
             for outcome in outcomes:
                 ids[outcome.url] = self._write_outcome(outcome, outcome.url, outcome.state, now, 0, "")
                 final = outcome.final_url
-                # The page a redirect ended on is fetched too: mark it so it is not fetched again when
-                # found later. A retry (UNFETCHED) will follow the redirect again, so nothing to mark;
-                # nor does a redirect that was not followed (a 3xx is the last response): its target
-                # was not fetched here.
-                if (final and final != outcome.url and outcome.state != UrlState.UNFETCHED
-                        and not 300 <= outcome.http_status < 400):
-                    state = outcome.state
-                    if state in (UrlState.REDIRECT_TEMP, UrlState.REDIRECT_PERM):
-                        state = UrlState.FETCHED
+                state = landing_state(outcome)  # the page a redirect ended on is fetched too
+                if state is not None:
                     depth_row = self._db.execute(
                         "SELECT depth FROM urls WHERE url = ?", (outcome.url,)
                     ).fetchone()
@@ -433,24 +427,7 @@ class SqliteStore(SqliteBulk):
 
     def records(self) -> Iterator[UrlRecord]:
         """Stream every URL row in insertion order (for export)."""
-        last = 0
-        while True:
-            # Keyset pages: no read transaction stays open between yields, so writers are never blocked.
-            with self._reading():
-                rows = (
-                    self._read()
-                    .execute(
-                        f"SELECT u.id, {self._record_cols} FROM urls u JOIN hosts h ON h.id = u.host_id"
-                        " WHERE u.id > ? ORDER BY u.id LIMIT 1000",
-                        (last,),
-                    )
-                    .fetchall()
-                )
-            if not rows:
-                return
-            last = rows[-1][0]
-            for row in rows:
-                yield row_to_record(row[1:])
+        return self._records("", ())
 
     def links(self) -> Iterator[LinkEdge]:
         """Stream every stored link, page by page in the order the pages were first known."""

@@ -12,13 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harvestman.model.errors import StorageError
-
-
-def warc_paths(folder: Path) -> list[Path]:
-    """The crawl's finished WARC files, in order."""
-    folder = Path(folder)
-    return sorted([*folder.glob("warc/*.warc.gz"), *folder.glob("segments/*/warc/*.warc.gz")])
+from harvestman.store.warc_read import crawl_warc_files, warc_records
 
 
 def _fields(text: str) -> dict[str, list[str]]:
@@ -31,50 +25,37 @@ def _fields(text: str) -> dict[str, list[str]]:
 
 
 def _rows(path: Path) -> Iterator[dict[str, Any]]:
-    from warcio.archiveiterator import ArchiveIterator  # a dependency of cdxj-indexer
-
     rows: dict[str, dict[str, Any]] = {}  # by the response's record id
-    with path.open("rb") as stream:
-        records = ArchiveIterator(stream)
-        for record in records:
-            kind = record.rec_type
-            if kind not in ("conversion", "resource", "metadata"):
+    for record, content, offset, length in warc_records(path, ("conversion", "resource", "metadata")):
+        kind = record.rec_type
+        head = record.rec_headers
+        refers = head.get_header("WARC-Refers-To") or head.get_header("WARC-Concurrent-To") or ""
+        if not refers:
+            continue
+        if kind == "metadata":
+            meta = _fields(content.decode("utf-8", "replace"))
+            if "rendered" not in meta or refers not in rows:
                 continue
-            head = record.rec_headers
-            refers = head.get_header("WARC-Refers-To") or head.get_header("WARC-Concurrent-To") or ""
-            if not refers:
-                continue
-            content = record.content_stream().read()
-            offset, length = records.get_record_offset(), records.get_record_length()
-            if kind == "metadata":
-                meta = _fields(content.decode("utf-8", "replace"))
-                if "rendered" not in meta or refers not in rows:
-                    continue
-                rows[refers].update(
-                    reason=meta["rendered"][0], settle=(meta.get("renderSettle") or [""])[0],
-                    render_ms=int((meta.get("renderTimeMs") or ["0"])[0]),
-                    requests=int((meta.get("renderRequests") or ["0"])[0]),
-                    resource_bytes=int((meta.get("renderBytes") or ["0"])[0]),
-                    refused=meta.get("renderRefused", []))
-                continue
-            row = rows.setdefault(refers, {
-                "url": "", "date": head.get_header("WARC-Date"), "warc_file": path.name,
-                "response_id": refers, "dom_offset": None, "dom_bytes": 0, "screenshot_offset": None,
-                "screenshot_length": None, "screenshot_bytes": 0, "screenshot_mode": ""})
-            if kind == "conversion":
-                row.update(url=head.get_header("WARC-Target-URI"), dom_offset=offset, dom_bytes=len(content))
-            elif (head.get_header("WARC-Target-URI") or "").startswith("urn:screenshot:"):
-                row.update(screenshot_offset=offset, screenshot_length=length, screenshot_bytes=len(content),
-                           screenshot_mode=head.get_header("X-Harvestman-Screenshot") or "")
+            rows[refers].update(
+                reason=meta["rendered"][0], settle=(meta.get("renderSettle") or [""])[0],
+                render_ms=int((meta.get("renderTimeMs") or ["0"])[0]),
+                requests=int((meta.get("renderRequests") or ["0"])[0]),
+                resource_bytes=int((meta.get("renderBytes") or ["0"])[0]),
+                refused=meta.get("renderRefused", []))
+            continue
+        row = rows.setdefault(refers, {
+            "url": "", "date": head.get_header("WARC-Date"), "warc_file": path.name,
+            "response_id": refers, "dom_offset": None, "dom_bytes": 0, "screenshot_offset": None,
+            "screenshot_length": None, "screenshot_bytes": 0, "screenshot_mode": ""})
+        if kind == "conversion":
+            row.update(url=head.get_header("WARC-Target-URI"), dom_offset=offset, dom_bytes=len(content))
+        elif (head.get_header("WARC-Target-URI") or "").startswith("urn:screenshot:"):
+            row.update(screenshot_offset=offset, screenshot_length=length, screenshot_bytes=len(content),
+                       screenshot_mode=head.get_header("X-Harvestman-Screenshot") or "")
     yield from (row for row in rows.values() if row["url"])
 
 
 def rendered_pages(folder: Path) -> Iterator[dict[str, Any]]:
-    """One row per rendered page in the crawl's WARC files."""
-    for path in warc_paths(folder):
-        try:
-            yield from _rows(path)
-        except OSError as exc:
-            raise StorageError(f"cannot read WARC file {path}: {exc}") from None
-        except Exception as exc:  # warcio raises plain exceptions on a damaged file
-            raise StorageError(f"damaged WARC file {path}: {exc}") from None
+    """One row per rendered page in the crawl's finished WARC files."""
+    for path in crawl_warc_files(folder):
+        yield from _rows(path)

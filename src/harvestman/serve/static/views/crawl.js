@@ -49,7 +49,7 @@ export function crawlView(main, id) {
   const pages = stat("pages", "pages");
   const rate = stat("pages/s", "rate");
   const bytes = stat("stored", "bytes");
-  const errors = stat("errors", "errors");
+  const failed = stat("failed", "failed");
 
   const chartEl = h("div", { class: "chart", dataset: { testid: "chart", points: "0" } }, h("p", { class: "muted", text: "Waiting for pages…" }));
   const countsSlot = h("div", {});
@@ -85,7 +85,7 @@ export function crawlView(main, id) {
       actionError,
       searchForm,
     ),
-    h("section", { class: "stats" }, pages.el, rate.el, bytes.el, errors.el),
+    h("section", { class: "stats" }, pages.el, rate.el, bytes.el, failed.el),
     h("section", { class: "card" }, h("h2", { text: "Pages per second" }), chartEl),
     h(
       "section",
@@ -120,7 +120,8 @@ export function crawlView(main, id) {
     rate.label.textContent = ACTIVE.has(s.state) ? "pages/s now" : "pages/s over the run";
     bytes.value.textContent = fmtBytes(s.bytes);
     const errorRows = Object.entries(s.errors || {}).sort((a, b) => b[1] - a[1]);
-    errors.value.textContent = fmtInt(errorRows.reduce((n, [, v]) => n + v, 0));
+    // URLs that failed, as the run's last event counts them; errorRows are remarks of any kind.
+    failed.value.textContent = fmtInt(s.failed || 0);
     const counts = Object.entries(s.counts || {}).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]);
     replace(countsSlot, pairTable("counts", ["state", "URLs"], counts));
     const statuses = Object.entries(s.statuses || {}).sort((a, b) => Number(a[0]) - Number(b[0]));

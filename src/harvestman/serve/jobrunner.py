@@ -1,0 +1,156 @@
+"""One served job's process: `python -m harvestman.serve.jobrunner ROOT/<id> JOB_ID`.
+
+It runs the step that the job's state file (ROOT/<id>/jobs/<job>.json) holds, on the crawl of
+ROOT/<id> with its stored settings (its address rules included), by the batch functions the
+`harvestman` steps call. It prints the step's message, or a one-line error, for the server to keep
+as the job's message; its exit status is the `harvestman` step's.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from harvestman.model.errors import (
+    EXIT_FAILED,
+    EXIT_IO,
+    EXIT_OK,
+    EXIT_USAGE,
+    ConfigError,
+    HarvestmanError,
+    StorageError,
+)
+from harvestman.serve.jobspecs import (
+    DedupJob,
+    FetchJob,
+    GenerateJob,
+    IndexJob,
+    InvertlinksJob,
+    JobSpec,
+    RankJob,
+    UpdatedbJob,
+    spec_from_json,
+)
+from harvestman.serve.layout import CrawlPaths, read_json
+
+
+def _fetch(folder: Path, db: str, spec: FetchJob) -> tuple[int, str]:
+    from harvestman.batch import segments
+    from harvestman.batch.crawldir import load_config
+    from harvestman.batch.fetch_segment import SegmentFetch
+
+    cfg = load_config(folder, db, {"quiet": True})
+    path = segments.find_segment(folder, spec.segment)
+    if segments.done(path, "fetched"):
+        return EXIT_OK, f"segment {path.name} is fetched already"
+    run = SegmentFetch(path, cfg)
+    signals = [0]
+
+    def on_signal(_sig: int, _frame: object) -> None:  # as `harvestman fetch`: a second abandons
+        signals[0] += 1
+        run.stop(abandon=signals[0] > 1)
+
+    previous: dict[int, Callable[..., Any] | int | None] = {
+        sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        run.start()
+        fetched = run.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if not fetched.done:
+        return EXIT_FAILED, f"fetch of segment {path.name} stopped; a fetch job goes on from there"
+    return EXIT_OK, f"fetched segment {path.name}: {fetched.status.fetched if fetched.status else 0} pages"
+
+
+def run_step(folder: Path, db: str, spec: JobSpec) -> tuple[int, str]:
+    """Run one step on the crawl in `folder` (database `db`, '' for its crawl.db); its exit status
+    and message (errors raised as HarvestmanError)."""
+    if isinstance(spec, FetchJob):
+        return _fetch(folder, db, spec)
+    if isinstance(spec, GenerateJob | UpdatedbJob):
+        from harvestman.batch.crawldir import load_config
+
+        cfg = load_config(folder, db)
+        if isinstance(spec, GenerateJob):
+            from harvestman.batch.generate import generate
+
+            segment = generate(
+                folder, cfg, top_n=spec.top_n, max_per_host=spec.max_per_host, order=spec.order
+            )
+            return (
+                EXIT_OK,
+                f"generated segment {segment.name}" if segment else "nothing to generate: no URL is due",
+            )
+        from harvestman.batch.updatedb import updatedb
+
+        merged = updatedb(folder, cfg, spec.segment)
+        return EXIT_OK, (
+            f"merged segment {merged.segment.name}: {merged.fetched} fetched, {merged.new_urls} "
+            f"new URLs, {merged.released} not fetched (due again)"
+        )
+    if isinstance(spec, IndexJob):
+        from harvestman.index.indexer import build_index  # tantivy loads only to index
+
+        done = build_index(folder, db, rebuild=spec.rebuild)
+        return EXIT_OK, (
+            f"{done.documents} pages in the index ({done.added} added, {done.replaced} replaced, "
+            f"{done.removed} removed, {done.unchanged} unchanged) in {done.seconds:.1f} s: {done.path}"
+        )
+    from harvestman import batch  # pyarrow loads only for the batch jobs
+
+    if isinstance(spec, InvertlinksJob):
+        inverted = batch.invertlinks(folder, db=db, ignore_internal=spec.ignore_internal)
+        return EXIT_OK, (
+            f"{inverted.inlinks} inlinks of {inverted.linked_urls} URLs written to {inverted.inlinks_path}"
+        )
+    if isinstance(spec, RankJob):
+        ranked = batch.rank(
+            folder, db=db, algorithm=spec.algorithm, damping=spec.damping, iterations=spec.iterations
+        )
+        return EXIT_OK, (
+            f"{ranked.algorithm}: {ranked.urls} URLs scored in {ranked.iterations} iterations, "
+            f"written to {ranked.path}"
+        )
+    assert isinstance(spec, DedupJob)
+    found = batch.dedup(folder, db=db, distance=spec.distance)
+    return EXIT_OK, (
+        f"{found.duplicates} duplicates in {found.groups} groups among {found.pages} pages, "
+        f"written to {found.path}"
+    )
+
+
+def run(folder: Path, job_id: str) -> int:
+    """Run job `job_id` of the served crawl in `folder`; its exit status."""
+    paths = CrawlPaths(folder)
+    try:
+        spec = spec_from_json(read_json(paths.jobs / f"{job_id}.json")["spec"])
+        db = str(read_json(paths.meta).get("db_url", ""))
+        status, message = run_step(paths.crawl_dir, db, spec)
+    except ConfigError as exc:
+        return _error(exc, EXIT_USAGE)
+    except StorageError as exc:
+        return _error(exc, EXIT_IO)
+    except HarvestmanError as exc:
+        return _error(exc, EXIT_FAILED)
+    except OSError as exc:  # a file of the crawl cannot be read or written
+        return _error(f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else ""), EXIT_IO)
+    except KeyboardInterrupt:
+        return _error("interrupted", 130)
+    except Exception as exc:  # the job's message is one line, whatever went wrong
+        return _error(f"{type(exc).__name__}: {exc}", EXIT_FAILED)
+    print(message)
+    return status
+
+
+def _error(exc: object, status: int) -> int:
+    print(f"harvestman: error: {exc}", file=sys.stderr)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(run(Path(sys.argv[1]), sys.argv[2]))
