@@ -46,7 +46,8 @@ def test_reindex_after_a_recrawl_replaces_changed_removes_gone_and_duplicates(tm
         (root / HOSTS[0] / "python.html").write_text(page("Python tutorial", "<p>Now about generators.</p>"))
         (root / HOSTS[0] / "gone.html").unlink()
         time.sleep(1.2)  # past the re-visit time
-        done = run_cli("crawl", "--resume", "--out", str(out), *NET, timeout=60)
+        # --revisit-after 0 replaces the stored 1: this re-visit is the last.
+        done = run_cli("crawl", "--resume", "--out", str(out), *NET, "--revisit-after", "0", timeout=60)
         assert done.returncode == 0, done.stderr
     store = open_store(str(out / "crawl.db"), read_only=True)
     try:
