@@ -15,7 +15,6 @@ from harvestman.model.errors import ConfigError, StorageError
 from harvestman.model.records import LinkEdge, UrlRecord, UrlState
 from harvestman.store.crawldir import CrawlDir
 from harvestman.store.frontier import CrawlDb
-from harvestman.store.warc_read import crawl_warc_files
 
 EXPORT_BATCH = 10_000
 EXPORT_FORMATS: tuple[str, ...] = ("jsonl", "parquet", "cdxj")
@@ -276,8 +275,8 @@ def _write_parquet(frontier: CrawlDb, path: Path) -> int:
 
 def _no_records(folder: Path) -> str:
     """Why a crawl's CDXJ index is empty."""
-    finished = crawl_warc_files(folder)
-    pending = len(crawl_warc_files(folder, open_files=True)) - len(finished)
+    finished = CrawlDir(Path(folder)).warc_files()
+    pending = len(CrawlDir(Path(folder)).warc_files(open_files=True)) - len(finished)
     later = f"; {pending} being written: export again once the crawl has ended" if pending else ""
     if finished:
         return f"no response record in the {len(finished)} finished WARC files of {folder}{later}"
@@ -295,7 +294,7 @@ def write_cdxj(folder: Path, path: Path) -> int:
     from cdxj_indexer.main import CDXJIndexer
     from warcio.exceptions import ArchiveLoadFailed
 
-    files = [str(p) for p in crawl_warc_files(folder)]
+    files = [str(p) for p in CrawlDir(Path(folder)).warc_files()]
     partial = path.with_name(path.name + ".partial")
     try:
         # Written aside and renamed: a failed run never leaves a half index where a good one was.

@@ -40,10 +40,10 @@ from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import ConfigError
 from harvestman.model.records import FetchOutcome, LinkKind, UrlRecord, UrlState
 from harvestman.model.settings import RECRAWL_STRATEGIES
-from harvestman.store.crawldir import revive, stored_seeds
+from harvestman.store.crawldir import CrawlDir, revive, stored_seeds
 from harvestman.store.frontier import Store
 from harvestman.store.sqlite_store import SqliteStore
-from harvestman.store.warc_read import crawl_warc_files, responses_in, warc_files_in
+from harvestman.store.warc_read import responses_in, warc_files_in
 
 STRATEGIES = RECRAWL_STRATEGIES[1:]
 MINOR_BITS = 3  # SimHashes this close: a small change (dedup's near-duplicate distance, too)
@@ -127,7 +127,7 @@ def classifier(folder: Path, segment: Path, found: list[tuple[FetchOutcome, UrlR
     def classify(pairs: list[tuple[FetchOutcome, UrlRecord]]) -> list[tuple[FetchOutcome, UrlRecord]]:
         changed = {o.url for o, g in pairs if _fetched_before(g) and o.state == UrlState.FETCHED
                    and o.signature != g.signature}
-        files = crawl_warc_files(folder)
+        files = CrawlDir(folder).warc_files()
         after = simhashes_in([f for f in files if segment in f.parents], changed)
         unknown = {o.url for o, g in pairs if o.url in changed and not g.simhash}
         before = simhashes_in([f for f in files if segment not in f.parents], unknown)

@@ -18,8 +18,8 @@ from pathlib import Path
 
 from harvestman.model.errors import ConfigError
 from harvestman.model.records import UrlRecord, UrlState
+from harvestman.store.crawldir import CrawlDir
 
-SEGMENTS = "segments"
 FETCHLIST = "fetchlist.jsonl"
 STORE = "crawl.db"  # the engine's default store name in its output folder: the segment's store
 STEPS = ("generated", "fetched", "parsed", "merged")
@@ -27,7 +27,7 @@ STEPS = ("generated", "fetched", "parsed", "merged")
 
 def segments_dir(folder: Path) -> Path:
     """Where a crawl's segments are."""
-    return Path(folder) / SEGMENTS
+    return CrawlDir(Path(folder)).segments_dir
 
 
 def segment_ids(folder: Path) -> list[str]:

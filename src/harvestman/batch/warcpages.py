@@ -6,13 +6,14 @@ from collections.abc import Collection
 from pathlib import Path
 
 from harvestman.batch.simhash import html_simhash
-from harvestman.store.warc_read import crawl_warc_files, responses_in
+from harvestman.store.crawldir import CrawlDir
+from harvestman.store.warc_read import responses_in
 
 
 def simhashes_from_warc(folder: Path, wanted: Collection[str]) -> dict[str, int]:
     """The SimHash of each `wanted` URL's visible text, from its last HTML response (by WARC-Date,
     then by file order) in the crawl's WARC files; URLs without one are left out."""
-    return simhashes_in(crawl_warc_files(folder), wanted)
+    return simhashes_in(CrawlDir(Path(folder)).warc_files(), wanted)
 
 
 def simhashes_in(files: Collection[Path], wanted: Collection[str]) -> dict[str, int]:

@@ -24,7 +24,8 @@ from typing import Any
 from harvestman.index.features import TOP_K, extract_features
 from harvestman.model.errors import ConfigError, StorageError
 from harvestman.model.records import PageFeatures
-from harvestman.store.warc_read import crawl_warc_files, stored_responses
+from harvestman.store.crawldir import CrawlDir
+from harvestman.store.warc_read import stored_responses
 
 FEATURES_DIR = "features"
 PAGES_FILE = "pages.parquet"
@@ -221,7 +222,7 @@ def features_from_warc(folder: Path, *, top_k: int = TOP_K) -> tuple[Path, int]:
     folder = Path(folder)
     if not folder.is_dir():
         raise ConfigError(f"{folder} is not a crawl folder")
-    if not crawl_warc_files(folder):
+    if not CrawlDir(folder).warc_files():
         raise ConfigError(f"{folder} holds no WARC files (DIR/warc/*.warc.gz, DIR/segments/*/warc/)")
     kept = stored_categories(folder)  # read whole before the table is replaced
     pages = (_labelled(extract_features(html_text(body, ctype), url, top_k=top_k), kept.get(url))

@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from harvestman.model.errors import HarvestmanError, StorageError
-from harvestman.store.warc_read import crawl_warc_files, file_responses, read_response
+from harvestman.store.crawldir import CrawlDir
+from harvestman.store.warc_read import file_responses, read_response
 
 MAX_TEXT_BYTES = 2 * 1024 * 1024  # the JSON view's body; ?raw=1 sends it whole
 
@@ -63,7 +64,7 @@ class WarcLookup:
         best: tuple[str, Path, int] | None = None
         with self._lock:
             # Finished files and the ones being written (complete records only are read from them).
-            files = crawl_warc_files(crawl_dir, open_files=True)
+            files = CrawlDir(crawl_dir).warc_files(open_files=True)
             for gone in [p for p in self._files if crawl_dir in p.parents and p not in files]:
                 del self._files[gone]  # renamed from .open when finished, or deleted with the crawl
             for path in files:

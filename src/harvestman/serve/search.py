@@ -9,7 +9,7 @@ from typing import Any
 from harvestman.serve.crawls import CrawlInfo
 from harvestman.serve.layout import read_json, write_json
 from harvestman.serve.status import open_db
-from harvestman.store.warc_read import crawl_warc_files
+from harvestman.store.crawldir import CrawlDir
 
 STAMP = "index.json"  # what the crawl database and WARC files held when the index was last brought up to date
 
@@ -60,7 +60,7 @@ class Searcher:
             # The WARC files too: a page fetched is indexed once its record is stored, which may come
             # after the database's last change (the file being written grows, or is finished).
             now["warc"] = [[str(p.relative_to(info.paths.crawl_dir)), _size(p)]
-                           for p in crawl_warc_files(info.paths.crawl_dir, open_files=True)]
+                           for p in CrawlDir(info.paths.crawl_dir).warc_files(open_files=True)]
             stamp = info.paths.folder / STAMP
             try:
                 before = read_json(stamp)
