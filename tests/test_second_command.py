@@ -199,3 +199,26 @@ def test_replay_reads_example_pages_from_the_crawl_it_replays(web: Web, tmp_path
     assert done.returncode == 0, done.stderr
     assert requested(web, since) == []  # the example was read from the crawl: no request at all
     assert (tmp_path / "report" / "summary.json").is_file()
+
+
+def test_a_recrawl_of_a_site_that_is_down_says_so_and_retry_failed_mends_it(tmp_path: Path) -> None:
+    """A re-crawl while the site is down used to end every page `gone` with exit 0, silently."""
+    root = tmp_path / "www"
+    (root / SMALL).mkdir(parents=True)
+    (root / SMALL / "index.html").write_text('<html><body><a href="/a.html">a</a></body></html>')
+    (root / SMALL / "a.html").write_text("<html><body>page a</body></html>")
+    port = free_port(SMALL)
+    out = tmp_path / "out"
+    with NginxServer(root, [SMALL], port) as server:
+        first = run_cli("crawl", server.url(SMALL), "--out", str(out), *ALLOW, "-q")
+        assert first.returncode == 0, first.stderr
+    down = run_cli("recrawl", str(out), "--all", "--retries", "0")
+    assert down.returncode == 4, down.stdout + down.stderr  # a network failure, as `crawl` says it
+    assert "every page checked failed (connect 2)" in down.stderr
+    assert "--retry-failed connect" in down.stderr and "Traceback" not in down.stderr
+    with NginxServer(root, [SMALL], port):
+        back = run_cli("recrawl", str(out), "--all", "--json", "--retry-failed", "connect")
+    assert back.returncode == 0, back.stderr
+    report = json.loads(back.stdout)
+    assert report["revived"] == 2 and report["gone"] == 0
+    assert states(out)["fetched"] == 2

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from harvestman.app import cli_cycle
-from harvestman.model.errors import EXIT_FAILED, EXIT_OK, ConfigError
+from harvestman.model.errors import EXIT_FAILED, EXIT_OK, ConfigError, exit_status_of, failure_help
 from harvestman.policy.revive import check_retry_classes
 
 COMMANDS = ("recrawl",)
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
             ("unchanged", str(report.unchanged)),
             ("changed", f"{report.changed} (minor {report.minor}, major {report.major})"),
             ("new", str(report.new)),
-            ("gone", str(report.gone)),
+            ("gone", f"{report.gone}" + (f" ({_classes(report.gone_by)})" if report.gone else "")),
             ("not fetched", str(report.not_fetched)),
             ("new URLs", str(report.new_urls)),
             ("failed, retried", str(report.revived)),
@@ -68,4 +68,22 @@ def run(args: argparse.Namespace) -> int:
         print("harvestman: the re-crawl's fetch was stopped; harvestman fetch and updatedb go on from there",
               file=sys.stderr)
         return EXIT_FAILED
+    if report.checked and report.gone == report.checked:
+        return _all_failed(report.gone_by)
     return EXIT_OK
+
+
+def _classes(counts: dict[str, int]) -> str:
+    return ", ".join(f"{name} {n}" for name, n in counts.items())
+
+
+def _all_failed(gone_by: dict[str, int]) -> int:
+    """Every page checked failed (a site down, a name that no longer resolves): said, with how to
+    fetch them again once mended; the exit status of the failures, as `crawl` gives it."""
+    first = next(iter(gone_by))
+    print(f"harvestman: every page checked failed ({_classes(gone_by)}); once mended, "
+          f"`harvestman recrawl DIR --retry-failed {' '.join(gone_by)}` fetches them again", file=sys.stderr)
+    hint = failure_help(first).hint
+    if hint and "{" not in hint:
+        print(f"harvestman: {first}: {hint}", file=sys.stderr)
+    return exit_status_of(failure_help(name).exit_status for name in gone_by)

@@ -64,6 +64,7 @@ class RecrawlReport:
     major: int = 0
     new: int = 0  # fetched for the first time
     gone: int = 0  # now gone (404, 410, a failure given up on)
+    gone_by: dict[str, int] = field(default_factory=dict)  # of those, how many by error class
     not_fetched: int = 0  # left for another time (a host paused, the run stopped)
     wire_bytes: int = 0  # what this re-crawl transferred (its sitemaps' fetch included)
     saved_bytes: int = 0  # what the checks saved against full GETs of the same pages
@@ -249,6 +250,8 @@ def _count(report: RecrawlReport, found: list[tuple[FetchOutcome, UrlRecord]]) -
     report.changed = report.minor + report.major
     report.new = changes["new"]
     report.gone = sum(1 for o, _ in found if o.state == UrlState.GONE)
+    report.gone_by = dict(Counter(o.error_class or "gone" for o, _ in found if o.state == UrlState.GONE)
+                          .most_common())
     report.wire_bytes += sum(o.wire_bytes for o, _ in found)
     report.saved_bytes = sum(o.saved_bytes for o, _ in found)
     report.full_bytes = report.wire_bytes - report.sitemap_bytes + report.saved_bytes
