@@ -150,13 +150,18 @@ def curl_error(code: int, message: str) -> FetchError:
 class _Job:
     """State of one request in flight: what the callbacks collect, and the future to resolve."""
 
-    __slots__ = ("blocked", "checker", "decoder", "error", "future", "header_bytes", "headers", "max_size",
-                 "partial", "parts_seen", "redirects", "request", "status", "truncated", "wire_body")
+    __slots__ = ("blocked", "checker", "decoder", "error", "future", "head_lines", "header_bytes", "headers",
+                 "max_size", "partial", "parts_seen", "read_lines", "redirects", "request", "status",
+                 "truncated", "wire_body")
 
     def __init__(self, request: HttpRequest, future: asyncio.Future[HttpResponse], *,
                  follow: bool = False) -> None:
         self.request = request
         self.future = future
+        # The raw header lines as libcurl hands them over (HEADERFUNCTION is this list's append: a
+        # C call, where a Python callback a line cost ~1 µs, ten a page), read by `read_head()`.
+        self.head_lines: list[bytes] = []
+        self.read_lines = 0  # how many of them read_head() has read
         self.headers: list[tuple[str, str]] = []
         self.header_bytes = 0
         self.wire_body = 0
@@ -173,27 +178,36 @@ class _Job:
         self.parts_seen = 0
         self.partial = ""
 
-    def on_header(self, line: bytes) -> int | None:
-        self.header_bytes += len(line)
-        if self.header_bytes > MAX_HEADER_BYTES:
-            self.error = ProtocolFetchError(f"response headers over {MAX_HEADER_BYTES} bytes")
-            return 0  # any count but len(line) makes libcurl abort the transfer
-        text = line.decode("latin-1").rstrip("\r\n")
-        if text.startswith("HTTP/"):
-            if self.redirects is not None:
-                self._next_head(text)
-            self.headers = []  # a new response (after 1xx): forget the interim one's headers
-        elif not text:
-            # The end of a head. Content-Length beside Transfer-Encoding is ambiguous framing (the
-            # shape of response splitting and smuggling); RFC 9112 §6.3 says to treat it as an error.
-            names = {k.lower() for k, _ in self.headers}
-            if "content-length" in names and "transfer-encoding" in names:
-                self.error = FramingFetchError("ambiguous framing: Content-Length with Transfer-Encoding")
-                return 0
-        elif ":" in text:
-            name, value = text.split(":", 1)
-            self.headers.append((name.strip(), value.strip()))
-        return None
+    def read_head(self) -> bool:
+        """Read the header lines received since the last call into `headers`; False (with `error`
+        set) when they break a rule: over MAX_HEADER_BYTES, or ambiguous framing.
+
+        Called at the first body chunk and at the end: libcurl caps what it buffers of a head
+        itself (300 KB), so a longer one still ends the transfer, at its body's start.
+        """
+        lines = self.head_lines
+        for line in lines[self.read_lines:]:
+            self.header_bytes += len(line)
+            if self.header_bytes > MAX_HEADER_BYTES:
+                self.error = ProtocolFetchError(f"response headers over {MAX_HEADER_BYTES} bytes")
+                return False
+            text = line.decode("latin-1").rstrip("\r\n")
+            if text.startswith("HTTP/"):
+                if self.redirects is not None:
+                    self._next_head(text)
+                self.headers = []  # a new response (after 1xx): forget the interim one's headers
+            elif not text:
+                # The end of a head. Content-Length beside Transfer-Encoding is ambiguous framing (the
+                # shape of response splitting and smuggling); RFC 9112 §6.3 says to treat it as an error.
+                names = {k.lower() for k, _ in self.headers}
+                if "content-length" in names and "transfer-encoding" in names:
+                    self.error = FramingFetchError("ambiguous framing: Content-Length with Transfer-Encoding")
+                    return False
+            elif ":" in text:
+                name, value = text.split(":", 1)
+                self.headers.append((name.strip(), value.strip()))
+        self.read_lines = len(lines)
+        return True
 
     def _next_head(self, status_line: str) -> None:
         """Keep the head just read when it was a redirect (libcurl followed it), and note the new status."""
@@ -220,6 +234,8 @@ class _Job:
         self.wire_body += len(chunk)
         try:
             if self.decoder is None:
+                if not self.read_head():
+                    return 0  # any count but len(chunk) makes libcurl abort the transfer
                 encodings = [v for k, v in self.headers if k.lower() == "content-encoding"]
                 self.decoder = BodyDecoder(encodings, self.max_size)
                 if self.checker is not None:
@@ -297,7 +313,13 @@ class CurlTransport:
         self._free: list[pycurl.Curl] = []
         self._jobs: dict[pycurl.Curl, _Job] = {}
         self._watched: dict[int, int] = {}
+        # libcurl's one timer, kept lazily: `_due` is when libcurl wants socket_action(TIMEOUT) (loop
+        # time; None: never), `_timer` a wake-up at or before it, re-armed when it fires early.
+        # libcurl asks for 0 ms at every add_handle and then for its nearest deadline (seconds away);
+        # cancelling and re-arming a TimerHandle for each cost 2 call_later and a cancel a request.
+        self._due: float | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._soon = False  # a call_soon of _on_timeout is pending (the 0 ms case)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
         self._base_headers = [f"Accept-Encoding: {ACCEPT_ENCODING}"]
@@ -321,19 +343,49 @@ class CurlTransport:
         self._watched[fd] = what
 
     def _on_timer_change(self, timeout_ms: int) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if timeout_ms >= 0 and self._loop is not None:
-            # Never call socket_action from inside this callback (libcurl forbids re-entry).
-            self._timer = self._loop.call_later(timeout_ms / 1000.0, self._on_timeout)
+        # Never call socket_action from inside this callback (libcurl forbids re-entry).
+        loop = self._loop
+        if timeout_ms < 0 or loop is None:
+            self._due = None  # a wake-up still armed finds nothing due
+            return
+        if timeout_ms == 0:
+            self._due = loop.time()
+            if not self._soon:
+                self._soon = True
+                loop.call_soon(self._on_soon)
+            return
+        due = self._due = loop.time() + timeout_ms / 1000.0
+        timer = self._timer
+        if timer is not None:
+            if timer.when() <= due:
+                return  # it fires first, and re-arms for `due`
+            timer.cancel()
+        self._timer = loop.call_at(due, self._on_timer)
+
+    def _on_soon(self) -> None:
+        self._soon = False
+        self._on_timeout()
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        self._on_timeout()
+
+    def _on_timeout(self) -> None:
+        due = self._due
+        if due is None or self._closed:
+            return
+        loop = self._loop
+        assert loop is not None
+        if due > loop.time() + 0.001:  # woken before libcurl's deadline (it moved later): wait on
+            # (within a millisecond, libcurl's own granularity, is due: it asks again if early)
+            if self._timer is None:
+                self._timer = loop.call_at(due, self._on_timer)
+            return
+        self._due = None
+        self._act(pycurl.SOCKET_TIMEOUT, 0)
 
     def _on_ready(self, fd: int, event: int) -> None:
         self._act(fd, event)
-
-    def _on_timeout(self) -> None:
-        self._timer = None
-        self._act(pycurl.SOCKET_TIMEOUT, 0)
 
     def _act(self, fd: int, event: int) -> None:
         # A multi-level error affects no single transfer; each still finishes through info_read.
@@ -405,7 +457,7 @@ class CurlTransport:
             curl.setopt(pycurl.TIMEOUT_MS, max(1, int(request.timeout * 1000)))
             curl.setopt(pycurl.CONNECTTIMEOUT_MS,
                         max(1, int(min(self.settings.connect_timeout, request.timeout) * 1000)))
-            curl.setopt(pycurl.HEADERFUNCTION, job.on_header)
+            curl.setopt(pycurl.HEADERFUNCTION, job.head_lines.append)
             curl.setopt(pycurl.WRITEFUNCTION, job.on_body)
             curl.setopt(pycurl.OPENSOCKETFUNCTION, _guard_socket(self.settings.guard, job))
         except (pycurl.error, UnicodeEncodeError, TypeError) as exc:
@@ -443,6 +495,7 @@ class CurlTransport:
             job.future.set_result(result)
 
     def _result(self, curl: pycurl.Curl, job: _Job, code: int, message: str) -> HttpResponse:
+        job.read_head()  # the lines after the body's start: a bodiless response's, a trailer's
         if job.blocked:
             raise BlockedAddressError(
                 f"refused to connect to {job.blocked}: a private or reserved address "
@@ -517,6 +570,7 @@ class CurlTransport:
         self._free.clear()
         if self._timer is not None:
             self._timer.cancel()
+        self._due = None
         self._multi.close()
         if self._loop is not None:
             for fd, what in self._watched.items():
