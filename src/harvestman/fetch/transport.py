@@ -316,7 +316,8 @@ class CurlTransport:
         # libcurl's one timer, kept lazily: `_due` is when libcurl wants socket_action(TIMEOUT) (loop
         # time; None: never), `_timer` a wake-up at or before it, re-armed when it fires early.
         # libcurl asks for 0 ms at every add_handle and then for its nearest deadline (seconds away);
-        # cancelling and re-arming a TimerHandle for each cost 2 call_later and a cancel a request.
+        # cancelling and re-arming a TimerHandle for each cost 2 call_later and a cancel a request
+        # (with the header lines below: 104.8 -> 93.8 µs of CPU a fetch, bench/page_costs.py fetch loop).
         self._due: float | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._soon = False  # a call_soon of _on_timeout is pending (the 0 ms case)

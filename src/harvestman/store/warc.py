@@ -80,6 +80,37 @@ def _warc_date(ts: float) -> str:
     return f"{_warc_second(second)}.{int((ts - second) * 1_000_000):06d}Z"
 
 
+def _header_lines(headers: Headers) -> list[str]:
+    """A response's header lines as stored: framing headers renamed (see _FRAMING_HEADERS)."""
+    # Values off the wire hold no CR or LF (lines end at LF; the CR before it is stripped), so one
+    # scan of them all stands for a clean-up of each; a CR or LF
+    # anywhere sends every header through _clean. With _split_target: WarcWriter.write 138.2 ->
+    # 125.8 µs a page (bench/warc_write.py, medians of 5 alternating runs).
+    joined = "".join([name + value for name, value in headers])
+    if "\r" in joined or "\n" in joined:
+        headers = tuple((_clean(name), _clean(value)) for name, value in headers)
+    return [
+        f"{_ORIGINAL_PREFIX}{name}: {value}\r\n" if name.lower() in _FRAMING_HEADERS
+        else f"{name}: {value}\r\n" for name, value in headers
+    ]
+
+
+def _split_target(uri: str) -> tuple[str, str]:
+    """The authority and the origin-form path (with its query) of an absolute http(s) URI, as
+    urlsplit would give them, fragment dropped; a quarter of urlsplit's cost (~4 µs a page)."""
+    if not uri.startswith(("http://", "https://")) or not uri.isprintable():  # urlsplit drops tabs, CR, LF
+        split = urlsplit(uri)
+        return split.netloc, (split.path or "/") + (f"?{split.query}" if split.query else "")
+    start = uri.index("//") + 2
+    end = len(uri)
+    for delimiter in "/?#":  # the authority ends at the first of these
+        found = uri.find(delimiter, start, end)
+        if found >= 0:
+            end = found
+    path, _, query = uri[end:].partition("#")[0].partition("?")
+    return uri[start:end], (path or "/") + (f"?{query}" if query else "")
+
+
 def _reason(status: int) -> str:
     try:
         return http.HTTPStatus(status).phrase
@@ -210,12 +241,7 @@ class WarcWriter:
             headers = result.headers
             if rendering is not None:  # the response as served; the rendered DOM follows as a conversion
                 body, headers, payload_digest = rendering.original_body, rendering.original_headers, ""
-            lines = [
-                f"{_ORIGINAL_PREFIX}{_clean(name)}: {_clean(value)}\r\n"
-                if name.lower() in _FRAMING_HEADERS
-                else f"{_clean(name)}: {_clean(value)}\r\n"
-                for name, value in headers
-            ]
+            lines = _header_lines(headers)
             lines.append(f"Content-Length: {len(body)}\r\n")
             status_line = f"HTTP/1.1 {f'{result.status} {_reason(result.status)}'.strip()}"
             http_head = _http_block_head(status_line, lines)
@@ -232,12 +258,12 @@ class WarcWriter:
             if rendering is not None:
                 parts.extend(self._rendered(rendering, uri, common, response_id))
             common += f"WARC-Concurrent-To: {response_id}\r\n"
-        split = urlsplit(uri)
-        target = _request_target((split.path or "/") + (f"?{split.query}" if split.query else ""))
+        netloc, path_and_query = _split_target(uri)
+        target = _request_target(path_and_query)
         lines = [f"{_clean(n)}: {_clean(v)}\r\n" for n, v in request_headers]
         if not any(n.lower() == "host" for n, _ in request_headers):
             # What the client sent: never the URL's user:password part.
-            lines.insert(0, f"Host: {_clean(split.netloc.rpartition('@')[2])}\r\n")
+            lines.insert(0, f"Host: {_clean(netloc.rpartition('@')[2])}\r\n")
         request_block = _http_block_head(f"GET {target} HTTP/1.1", lines)
         fields = [
             "WARC-Type: request\r\n",
