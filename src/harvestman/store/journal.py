@@ -13,6 +13,31 @@ from harvestman.model.events import Event
 MAX_BUFFERED_LINES = 512  # a flush at least this often, whoever forgets to call flush()
 # json.dumps(..., ensure_ascii=False) builds a new encoder at every call.
 _to_json = json.JSONEncoder(ensure_ascii=False).encode
+_json_str = json.encoder.encode_basestring  # the encoder's own string form (C), ensure_ascii=False
+
+
+def event_line(event: Event) -> str:
+    """`event` as its line of events.jsonl: `Event.to_json()` as JSON, written out field by field.
+
+    The same text as encoding the dict (tests/test_journal.py), without building it: a crawl writes
+    a line a page: RunJournal.event 4.2 -> 2.4 µs (timeit, a FETCHED event, best of 5).
+    """
+    if event.extra:  # extra fields may replace named ones: the dict's way
+        return _to_json(event.to_json()) + "\n"
+    line = f'{{"kind": {_json_str(event.kind.value)}, "time": {float.__repr__(round(event.time, 6))}'
+    if event.url:
+        line += f', "url": {_json_str(event.url)}'
+    if event.host:
+        line += f', "host": {_json_str(event.host)}'
+    if event.status:
+        line += f', "status": {int.__repr__(event.status)}'
+    if event.bytes:
+        line += f', "bytes": {int.__repr__(event.bytes)}'
+    if event.error_class:
+        line += f', "error_class": {_json_str(event.error_class)}'
+    if event.message:
+        line += f', "message": {_json_str(event.message)}'
+    return line + "}\n"
 
 
 class _AppendLog:
@@ -67,7 +92,7 @@ class RunJournal:
 
     def event(self, event: Event) -> None:
         """Record one event (and echo it as a JSON line when --log-json asked for it)."""
-        line = _to_json(event.to_json()) + "\n"
+        line = event_line(event)
         if self._events is not None:
             self._events.add(line)
         if self._json_stream is not None:
