@@ -305,3 +305,21 @@ def test_a_long_page_without_anchors_is_parsed_in_pieces_too() -> None:
         assert len(pieces) > 1 and "".join(pieces) == html
         assert len(parse_html(html, PAGE).links) == 1
     assert parse_html(text, PAGE, max_text=5_100_000).text.count("word") == 1_000_000
+
+
+_FRAGMENTS = ['<a href="/x">x</a>', '<a href="">e</a>', '<a href=" http://h/y ">y</a>',
+              '<a rel="NoFollow" href="/n">', '<a href="/n">n</a>', '<a href="//h2/z">',
+              '<a href="mailto:a@b">', '<base href="http://other/">',
+              '<a href="https://s/q?a#f">', "<a href=?q>", '<a href="#top">', "<a>", '<A HREF="/U">',
+              '<a href="\tjavascript:x">', '<area href="/ar">', "<link rel=next href=/nx>",
+              '<a href="/x" rel="nofollow">', '<a href="page2.html">']
+
+
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=30), st.integers(min_value=1, max_value=40))
+def test_links_are_the_same_with_and_without_anchor_texts(fragments: list[str], cap: int) -> None:
+    # Without anchor texts, <a> elements take a path of their own (parse.py, _Page.read): the
+    # links it keeps must be those the general path keeps, anchor texts aside.
+    html = "".join(fragments)
+    bare = parse_html(html, "http://a.test/dir/page.html", with_text=False, max_links=cap)
+    full = parse_html(html, "http://a.test/dir/page.html", with_text=False, anchors=True, max_links=cap)
+    assert bare.links == tuple(link._replace(anchor="") for link in full.links)
