@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import socket
+from urllib.parse import urlsplit
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from harvestman.model.errors import InvalidUrlError
-from harvestman.net.urls import host_of, normalize, normalize_with_host, registered_domain, resolve
+from harvestman.net.urls import host_of, normalize, normalize_with_host, origin_of, registered_domain, resolve
 from tests.support.conformance import url_cases
 
 # Measured with ada-url 4.0: 856 of 866. The 10 misses are all places where ada implements a newer
@@ -153,3 +156,14 @@ def test_registered_domain_makes_no_network_call(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(socket.socket, "connect", refuse)
     registered_domain.cache_clear()
     assert registered_domain("www.some-fresh-host.com.au") == "some-fresh-host.com.au"
+
+
+@given(st.sampled_from(["http://", "https://", "HTTP://", " http://", "ftp://", ""]),
+       st.text(alphabet="ab/?#:@[]%. \t\u00e9", max_size=16))
+def test_origin_of_is_urlsplits(scheme: str, rest: str) -> None:
+    url = scheme + rest
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an invalid IPv6 authority: urlsplit refuses it, origin_of need not
+        return
+    assert origin_of(url) == f"{parts.scheme}://{parts.netloc}"

@@ -13,6 +13,7 @@ from harvestman.fetch.transport import Transport
 from harvestman.model.config import FetchSettings, PolitenessSettings, RobotsSettings
 from harvestman.model.errors import is_transient
 from harvestman.model.records import FetchResult
+from harvestman.net.urls import origin_of
 from harvestman.policy.robots import RobotsCache, rules_for_response
 
 ROBOTS_MAX_BYTES = 512 * 1024  # RFC 9309 asks crawlers to parse at least 500 KiB
@@ -108,8 +109,7 @@ class RobotsGate:
                 parts = urlsplit(url)
                 self._sitemaps_of(f"{parts.scheme}://{parts.netloc}", ())
             return RobotsVerdict(True)
-        parts = urlsplit(url)
-        origin = f"{parts.scheme}://{parts.netloc}"
+        origin = origin_of(url)
         for _ in range(2):  # the second pass reads what the load stored
             now = self._clock()
             deferred_until = self._deferred.get(origin, 0.0)

