@@ -11,13 +11,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harvestman.crawl.assembly import Chain, CrawlParts, PageHandler, RunPlace, assemble, page_transport
+from harvestman.crawl.commit import PendingCommit, internal_error_outcome, refusal_outcome
 from harvestman.crawl.ledger import EventHandler, HostTurns, RunLedger
 from harvestman.crawl.page_step import Fetched, PagePlan, Ticket
-from harvestman.crawl.recrawl import Checked
 from harvestman.crawl.robots_gate import RobotsGate
 from harvestman.crawl.seeding import store_seeds
 from harvestman.crawl.sinks import SinkContext, SinkFactory, SinkPipeline
-from harvestman.crawl.sitemap_queue import SitemapQueue
 from harvestman.crawl.stats import CrawlStats, WorkerSlot, finished_message
 from harvestman.crawl.steps import HopCheck, Refusal
 from harvestman.fetch.fetcher import Fetcher
@@ -29,16 +28,11 @@ from harvestman.model.events import Event, EventKind
 from harvestman.model.faults import crash_point
 from harvestman.model.records import (
     CrawledPage,
-    FetchOutcome,
-    FetchResult,
     LeasedUrl,
-    NewUrl,
-    PageLinks,
     UrlState,
 )
 from harvestman.model.sync import iterate_in_thread
 from harvestman.policy.ordering import LinkScorer
-from harvestman.policy.outcome import Decision
 from harvestman.policy.schedule import FetchSchedule
 from harvestman.policy.scope import Scope
 from harvestman.store.factory import open_store, store_location
@@ -50,7 +44,6 @@ IDLE_POLL = 0.25  # longest sleep while waiting for a host to become ready
 # A worker whose share is done asks this often whether the whole crawl is: a cheap read, and the
 # crawl's end (and the command's exit) should not wait a whole IDLE_POLL for it.
 SHARE_EMPTY_POLL = 0.05
-KNOWN_URLS = 1 << 17  # URLs this process has sent to the frontier, remembered to skip resending
 QUEUE_SAMPLE_EVERY = 0.25  # seconds between samples of the frontier's size for the display
 NO_TICKET = Ticket()
 
@@ -102,15 +95,9 @@ class Crawler:
         self._abandon = False
         self._fatal: StorageError | None = None  # why the run had to stop, raised when it has
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._pending: list[tuple[FetchOutcome, list[NewUrl]]] = []
-        self._pending_links: list[PageLinks] = []  # the link graph of those fetched pages
+        self._commit = PendingCommit()  # crawl/commit.py: what the next transaction commits
         self._wake = asyncio.Event()
         self._turns = HostTurns()
-        # Outlinks already sent to the frontier (committed, or pending in this process's next
-        # commit). Most outlinks are known; skipping them here saves their insert attempt. The
-        # database stays the seen check: forgetting (the set is cleared when full) costs only time.
-        self._known: set[str] = set()
-        self._sitemaps = SitemapQueue(KNOWN_URLS)  # crawl/sitemaps.py
         self._rendering: Transport | None = None  # the browser's transport, when pages are rendered
 
     # ----- faces -----------------------------------------------------------------------------
@@ -209,7 +196,7 @@ class Crawler:
             hops = HopCheck(robots.check, scope, frontier.get)
             fetcher = Fetcher(self._rendering or transport, max_redirects=cfg.max_redirects, hop_check=hops)
             place = RunPlace(frontier, robots, scope, fetcher, warc, sinks, on_page, self._turns,
-                             self._sitemaps)
+                             self._commit.sitemaps)
             run = _Run(place, journal, self._parts.chain(place))
             self._emit(Event(EventKind.CRAWL_STARTED, time.time(), message=" ".join(seeds)))
             await self._loop_until_done(run)
@@ -343,23 +330,9 @@ class Crawler:
         self.stats.deferred_until = ready
         return True
 
-    def _flush(
-        self, frontier: Store, journal: RunJournal, now: float, *, lease: int = 0
-    ) -> list[LeasedUrl]:
-        """Commit finished fetches with their outlinks and lease up to `lease` URLs, in one
-        transaction (a transaction each cost more than the work in it); then their log lines."""
-        if not self._pending and not self._sitemaps.waiting:
-            return frontier.lease(lease, now) if lease > 0 else []
-        batch, self._pending = self._pending, []
-        links, self._pending_links = self._pending_links, []
-        outcomes = [outcome for outcome, _ in batch]
-        new_urls = [url for _, urls in batch for url in urls]
-        new_urls.extend(self._sitemaps.take_urls())
-        leased = frontier.complete(outcomes, now, new_urls, links=links, lease=max(lease, 0))
-        if lastmods := self._sitemaps.take_lastmods():
-            frontier.set_metadata(lastmods)
-        journal.flush()
-        return leased
+    def _flush(self, frontier: Store, journal: RunJournal, now: float, *, lease: int = 0) -> list[LeasedUrl]:
+        """Commit finished fetches with their outlinks and lease up to `lease` URLs, in one transaction."""
+        return self._commit.flush(frontier, journal, now, lease=lease)
 
     async def _process(self, leased: LeasedUrl, run: _Run) -> None:
         """Take one leased URL through the chain and queue its outcome; never raises (a failure is
@@ -373,7 +346,8 @@ class Crawler:
             for gate in chain.gates:
                 passed = await gate(leased, ticket)
                 if isinstance(passed, Refusal):
-                    self._refused(leased, passed, run)
+                    outcome = refusal_outcome(self._ledger, leased, passed, run.place.frontier, run.journal)
+                    self._commit.add(outcome)
                     return
                 ticket = passed
             result = await run.place.fetcher.fetch(leased.url, headers=ticket.headers, timeout=cfg.timeout,
@@ -382,7 +356,7 @@ class Crawler:
             page = chain.parse(leased, result, ticket)
             # "ip" host keys: the new links' hosts resolved before their NewUrls are keyed.
             await self._keys.prepare(page.hosts)
-            plan = chain.page.plan(page, self._known, time.time())
+            plan = chain.page.plan(page, self._commit.known, time.time())
             self._settle(page, plan, run)
             if plan.deliver and chain.delivers:
                 await self._deliver(page, chain)
@@ -392,22 +366,16 @@ class Crawler:
             self._fatal = self._fatal or exc
             self.stop(abandon=True)
         except Exception as exc:  # a bug in one page must not end the crawl: record it on the URL
-            self._internal_error(leased, exc, run.journal)
+            self._commit.add(internal_error_outcome(self._ledger, leased, exc, run.journal))
         finally:
             self.stats.busy_hosts.discard(host)
 
     def _settle(self, page: Fetched, plan: PagePlan, run: _Run) -> None:
-        """Do what the page step planned: count, remember, store, queue for the commit, account."""
+        """Do what the page step planned: count, store, queue for the commit, account."""
         self.stats.bytes += plan.wire_bytes
-        known, fresh = self._known, plan.fresh
-        if len(known) + len(fresh) > KNOWN_URLS:
-            known.clear()
-        known.update(fresh)
         for effect in run.chain.effects:
             effect(page, plan)
-        self._pending.append((plan.decision.outcome, plan.new_urls))
-        if plan.links is not None:
-            self._pending_links.append(plan.links)
+        self._commit.add_plan(plan)
         crash_point("fetched-before-commit")  # crash tests: stored in the WARC, not yet committed
         self._ledger.account(plan.decision, page.result, page.leased, run.place.frontier, run.journal)
 
@@ -418,32 +386,3 @@ class Crawler:
             page = step(page)
         if chain.on_page is not None:
             await chain.on_page(page)
-
-    def _refused(self, leased: LeasedUrl, refusal: Refusal, run: _Run) -> None:
-        """Record a URL a gate stopped before its fetch (see `Refusal`)."""
-        if refusal.kind == "later":  # the URL goes back untouched; its host rests
-            back = FetchOutcome(leased.url, UrlState.UNFETCHED, time.time(), next_fetch_time=refusal.until)
-            self._pending.append((back, []))
-            self._ledger.retry_later(leased.url)
-        elif refusal.kind == "unchanged":  # a re-crawl's check found it unchanged with no GET
-            checked = refusal.checked
-            assert isinstance(checked, Checked) and checked.unchanged is not None
-            result = checked.head or FetchResult(leased.url, leased.url)
-            self.stats.bytes += result.wire_bytes
-            self._pending.append((checked.unchanged, []))
-            self._ledger.account(Decision(checked.unchanged), result, leased, run.place.frontier, run.journal)
-        else:  # disallowed (skipped), or its robots.txt unreachable (failed)
-            outcome = self._ledger.refused(leased, refusal.error_class, refusal.reason, run.journal,
-                                           failed=refusal.kind == "failed")
-            self._pending.append((outcome, []))
-
-    def _internal_error(self, leased: LeasedUrl, exc: Exception, journal: RunJournal) -> None:
-        """Record a bug met on one page on its URL (gone, error class "internal"), and go on."""
-        message = f"{type(exc).__name__}: {exc}"
-        failed = FetchOutcome(leased.url, UrlState.GONE, time.time(), error_class="internal",
-                              error_message=message[:500])
-        self._pending.append((failed, []))
-        self.stats.failed += 1
-        journal.download(leased.url, False, f"internal error: {message}")
-        self._emit(Event(EventKind.GAVE_UP, time.time(), url=leased.url, host=leased.host,
-                         error_class="internal", message=message))
