@@ -8,7 +8,6 @@ import time
 
 from harvestman.crawl.ledger import RunLedger
 from harvestman.crawl.page_step import PagePlan
-from harvestman.crawl.recrawl import Checked
 from harvestman.crawl.sitemap_queue import SitemapQueue
 from harvestman.crawl.steps import Refusal
 from harvestman.model.events import Event, EventKind
@@ -70,7 +69,7 @@ def refusal_outcome(ledger: RunLedger, leased: LeasedUrl, refusal: Refusal, fron
         return FetchOutcome(leased.url, UrlState.UNFETCHED, time.time(), next_fetch_time=refusal.until)
     if refusal.kind == "unchanged":  # a re-crawl's check found it unchanged with no GET
         checked = refusal.checked
-        assert isinstance(checked, Checked) and checked.unchanged is not None
+        assert checked is not None and checked.unchanged is not None
         result = checked.head or FetchResult(leased.url, leased.url)
         ledger.stats.bytes += result.wire_bytes
         ledger.account(Decision(checked.unchanged), result, leased, frontier, journal)

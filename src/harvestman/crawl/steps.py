@@ -17,7 +17,7 @@ from harvestman.crawl.documents import DocumentParser
 from harvestman.crawl.ledger import HostTurns
 from harvestman.crawl.page_step import NO_FOLLOW, NO_HOSTS, Fetched, PagePlan, Ticket
 from harvestman.crawl.pagelinks import outlinks
-from harvestman.crawl.recrawl import RecrawlCheck
+from harvestman.crawl.recrawl import Checked, RecrawlCheck
 from harvestman.crawl.robots_gate import RobotsGate, RobotsVerdict
 from harvestman.crawl.sinks import PageFeaturer, SinkPipeline
 from harvestman.crawl.sitemap_queue import SitemapQueue
@@ -52,7 +52,7 @@ class Refusal:
     error_class: str = ""
     reason: str = ""
     until: float = 0.0
-    checked: object = None  # crawl/recrawl.py Checked, for `unchanged`
+    checked: Checked | None = None  # for `unchanged`: the check, with the outcome to record
 
 
 class Gate(Protocol):
@@ -140,7 +140,7 @@ class HostTurn:
     async def __call__(self, leased: LeasedUrl, ticket: Ticket) -> Ticket | Refusal:
         delay = self._delay
         if ticket.crawl_delay is not None:
-            delay = max(delay, min(ticket.crawl_delay, self._cap))
+            delay = max(delay, min(ticket.crawl_delay, self._cap))  # as crawl_delay() has it
             self._set_host_delay(leased.host, delay)
         if delay > 0:
             await self._turns.take(leased.host, delay)
