@@ -160,6 +160,7 @@ def test_sections_carry_the_checked_values() -> None:
 
 # Where a CrawlConfig may be handed whole: the places that build the crawler's parts from it.
 WHOLE_CONFIG_ALLOWED = {"model/config.py", "crawl/engine.py", "crawl/download.py", "crawl/workers.py",
+                        "crawl/assembly.py",  # composes the crawl's steps from its settings
                         "crawl/job.py", "crawl/seeding.py", "app/cli.py", "app/demo.py", "__init__.py",
                         # The crawl cycle's steps: each builds a step's parts (store, scope, engine run).
                         "batch/crawldir.py", "batch/inject.py", "batch/generate.py", "batch/fetch_segment.py",

@@ -21,6 +21,7 @@ from harvestman.fetch.fetcher import Fetcher
 from harvestman.fetch.transport import MemoryTransport, make_response
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import (
+    ConfigError,
     ConnectFetchError,
     DnsFetchError,
     FetchError,
@@ -31,6 +32,7 @@ from harvestman.model.errors import (
 from harvestman.model.records import FetchResult, LeasedUrl, RedirectHop
 from harvestman.policy.outcome import decide
 from tests.support.httpserver import RawServer, RouteHandler, RouteServer, raw_response, read_request
+from tests.support.partialpages import head_page
 
 LOOPBACK = ["127.0.0.0/8"]
 HTML = "<html><head><title>Café</title></head><body><p>crème brûlée</p></body></html>".encode("latin-1")
@@ -546,3 +548,38 @@ def test_retry_after_is_honoured_and_capped_alike_and_only_the_back_off_differs(
     last = LeasedUrl("http://x.test/", "x.test", 0, 2, RULE_NOW)
     assert decide(r, last, RULE_NOW, cfg).final
     assert not download_retry(r, 3, cfg).retry and download_retry(r, 2, cfg).retry
+
+
+# Every setting download() takes has its effect, or is refused.
+
+
+def test_stop_at_head_reads_a_page_only_to_its_head() -> None:
+    page = head_page(2_000, 300_000, seed=1).encode()
+    routes = {"/robots.txt": ROBOTS, "/big": (200, {"Content-Type": "text/html"}, page)}
+    with RouteServer(routes, host="127.1.0.40") as srv:
+        [stopped] = list(harvestman.download([srv.url("/big")], allow_net=LOOPBACK, stop_at="head"))
+        [whole] = list(harvestman.download([srv.url("/big")], allow_net=LOOPBACK))
+    assert stopped.ok and stopped.partial == "head"
+    assert b"</head>" in stopped.body and len(stopped.body) < len(page)
+    assert whole.ok and not whole.partial and whole.body == page
+
+
+def test_stop_rules_pick_the_pages_read_in_part() -> None:
+    page = head_page(2_000, 300_000, seed=2).encode()
+    routes = {"/robots.txt": ROBOTS, "/v/big": (200, {"Content-Type": "text/html"}, page),
+              "/big": (200, {"Content-Type": "text/html"}, page)}
+    with RouteServer(routes, host="127.1.0.41") as srv:
+        results = {r.url: r for r in harvestman.download([srv.url("/v/big"), srv.url("/big")],
+                                                         allow_net=LOOPBACK, stop_rules={"/v/": "head"})}
+    assert results[srv.url("/v/big")].partial == "head"
+    assert not results[srv.url("/big")].partial and results[srv.url("/big")].body == page
+
+
+@pytest.mark.parametrize("setting", [{"max_depth": 2}, {"scope": "domain"}, {"out_dir": "elsewhere"},
+                                     {"max_pages_per_host": 3}, {"host_key": "ip"},
+                                     {"links": {"follow_links": False}}, {"features": True}])
+def test_a_crawl_setting_download_does_not_use_is_refused_before_any_request(setting: dict[str, Any]) -> None:
+    with RouteServer({"/robots.txt": ROBOTS, "/a": PAGE}, host="127.1.0.42") as srv:
+        with pytest.raises(ConfigError, match="download"):
+            list(harvestman.download([srv.url("/a")], allow_net=LOOPBACK, **setting))
+        assert srv.paths == []

@@ -56,7 +56,7 @@ def test_every_page_reaches_on_page_on_event_the_stream_and_the_sinks_once(
     expected = set(spec.reachable | spec.missing)  # a 404 is a stored page too
     assert _stored(out) == expected
     # Counted as the crawl database counts (crawl/stats.py PageCounts): a 404 is a failure, no page.
-    assert (status.fetched, status.failed) == (len(spec.reachable), len(spec.missing))
+    assert (status.counts.fetched, status.counts.failed) == (len(spec.reachable), len(spec.missing))
     # on_page: each page once, with the text a library consumer gets in one process.
     by_url = Counter(page.result.url for page in pages)
     assert set(by_url) == expected and max(by_url.values()) == 1
@@ -93,11 +93,11 @@ def test_a_stopped_job_finishes_the_fetches_in_flight_and_resumes(tmp_path: Path
                 break
         status = job.result()
         assert status.state is JobState.FINISHED
-        assert 0 < status.fetched < len(spec.reachable)
+        assert 0 < status.counts.fetched < len(spec.reachable)
         assert status.verdict is None  # no verdict asked for
         again = CrawlJob(_config(spec.seeds, out, workers, resume=True))
         again.start()
-        assert again.result().fetched + status.fetched == len(spec.reachable)
+        assert again.result().counts.fetched + status.counts.fetched == len(spec.reachable)
     assert _stored(out) == set(spec.reachable | spec.missing)
 
 

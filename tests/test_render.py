@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from warcio.archiveiterator import ArchiveIterator
 
+import harvestman
 from harvestman.fetch.browser import BrowserRenderer, RenderingTransport
 from harvestman.fetch.shell import shell_reason
 from harvestman.fetch.transport import CurlTransport, TransportSettings
@@ -266,6 +267,15 @@ def test_render_rules_choose_the_mode_per_url_pattern(site: Site, tmp_path: Path
     _crawl(site, out, "--config", str(config), "--include", "inline|/$", "--max-depth", "1")
     rendered = {h["WARC-Target-URI"] for kind, h, _ in _records(out) if kind == "conversion"}
     assert rendered == {site.url("/inline.html")}
+
+
+def test_download_renders_pages_when_its_render_settings_say_so(site: Site) -> None:
+    url = site.url("/inline.html")
+    [plain] = list(harvestman.download([url], allow_net=[f"{HOST}/32"]))
+    [rendered] = list(harvestman.download([url], allow_net=[f"{HOST}/32"], render="always",
+                                          render_timeout=float(RENDER_TIMEOUT)))
+    assert plain.ok and plain.rendering is None and INLINE_MARKER not in (plain.text or "")
+    assert rendered.ok and rendered.rendering is not None and INLINE_MARKER in (rendered.text or "")
 
 
 def test_shell_heuristic_on_labelled_pages() -> None:

@@ -31,7 +31,7 @@ def main(argv: list[str]) -> int:
     status = job.result()
     print(json.dumps({
         "threads": threads,
-        "fetched": status.fetched,
+        "fetched": status.counts.fetched,
         "pages": [page.result.url for page in pages],
         "texts": sum(1 for page in pages if page.parsed and page.parsed.text),
         "events": [[event.kind.value, event.url] for event in events],

@@ -147,8 +147,8 @@ def run(args: argparse.Namespace) -> int:
             return EXIT_FAILED
         status = fetched.status
         # Counted as updatedb counts the segment's URLs (PageCounts): the two lines agree.
-        print(f"fetched segment {path.name}: {_count(status.fetched if status else 0, 'page')}, "
-              f"{status.failed if status else 0} failed")
+        print(f"fetched segment {path.name}: {_count(status.counts.fetched if status else 0, 'page')}, "
+              f"{status.counts.failed if status else 0} failed")
         return EXIT_OK
     if command == "parse":
         pages = parse_segment(args.dir, cfg.links, args.segment)
@@ -219,7 +219,7 @@ def run_rounds(args: argparse.Namespace) -> int:
     report = run_cycle(folder, cfg, seeds=seeds, rounds=args.rounds, top_n=args.top_n,
                        max_per_host=args.max_per_host, order=None,
                        fetch=fetch_with_display, on_round=on_round)
-    fetched = sum(r.fetched.status.fetched for r in report.rounds if r.fetched.status)
+    fetched = sum(r.fetched.status.counts.fetched for r in report.rounds if r.fetched.status)
     new = sum(r.merged.new_urls for r in report.rounds)
     then = f"; then {', '.join(report.post_steps)}" if report.post_steps else ""
     print(f"{len(report.rounds)} rounds: {fetched} pages fetched, {new} new URLs, "

@@ -26,6 +26,7 @@ from pathlib import Path
 from harvestman.batch import segments
 from harvestman.batch.crawldir import open_crawl_store
 from harvestman.batch.fetch_segment import cycle_schedule
+from harvestman.crawl.pagelinks import queueable
 from harvestman.crawl.stats import REFUSED_CLASSES, PageCounts
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import ConfigError
@@ -40,9 +41,9 @@ from harvestman.model.records import (
     UrlState,
 )
 from harvestman.net.hostkeys import HostKeys
-from harvestman.policy.ordering import RANKS
+from harvestman.policy.ordering import RANKS, opic_shares
 from harvestman.policy.schedule import FetchSchedule
-from harvestman.policy.scope import Scope, followed_links
+from harvestman.policy.scope import Scope
 from harvestman.store.crawldir import stored_seeds
 from harvestman.store.sqlite_store import SqliteStore
 
@@ -164,6 +165,7 @@ def updatedb(folder: Path, cfg: CrawlConfig, segment: str | Path | None = None, 
             fetched = classify(fetched)
         outcomes.extend(scheduled_outcome(outcome, gen, when) for outcome, gen in fetched)
         scope = Scope(stored_seeds(store), cfg.scope, cfg.include, cfg.exclude)
+        settings = cfg.links
         answers: dict[str, tuple[str, str] | None] = {}
         shares: dict[str, float] = defaultdict(float)
         found: dict[str, tuple[str, str, int]] = {}  # new URL -> (host, parent, depth)
@@ -174,19 +176,15 @@ def updatedb(folder: Path, cfg: CrawlConfig, segment: str | Path | None = None, 
             if gen_row is None or rec is None or rec.state != UrlState.FETCHED:
                 continue
             links.append(PageLinks(url, tuple(page_links)))
-            depth = gen_row.depth + 1
-            if depth > cfg.max_depth:
-                continue
-            targets = followed_links((link.url for link in page_links if not link.nofollow), scope, answers,
-                                     max_length=cfg.max_url_length)
+            # Queued as the crawl queues a page's links (crawl/pagelinks.py), its cash split by OPIC
+            # as the crawl splits it, over every target here (known URLs take their shares too).
+            targets = queueable(page_links, gen_row.depth, settings, scope, answers)
             targets.pop(url, None)  # a page's link to itself carries no cash
-            if not targets:
-                continue
-            share = gen_row.score / len(targets)
-            for target, host in targets.items():
+            depth = gen_row.depth + 1
+            for target, share in opic_shares(gen_row.score, list(targets), targets).items():
                 shares[target] += share
                 if target not in found or found[target][2] > depth:
-                    found[target] = (host, url, depth)
+                    found[target] = (targets[target], url, depth)
         asyncio.run(keys.prepare(found))
         rank = RANKS.get(cfg.ordering, RANKS["bfs"])
         new_urls = [NewUrl(u, keys.key(u, host), depth, shares[u], parent, rank(depth, shares[u]))

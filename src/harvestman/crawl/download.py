@@ -16,13 +16,24 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from harvestman.crawl.assembly import page_transport
+from harvestman.crawl.ledger import HostTurns
 from harvestman.crawl.robots_gate import RobotsFailure, RobotsGate, RobotsVerdict
-from harvestman.fetch.fetcher import FOLLOW, Fetcher, HopVerdict
-from harvestman.fetch.transport import CurlTransport, Transport, TransportSettings
-from harvestman.model.config import CrawlConfig, PolitenessSettings, config_from_mapping
-from harvestman.model.errors import UnsupportedUrlError, error_for
+from harvestman.crawl.steps import HopCheck, crawl_delay
+from harvestman.fetch.fetcher import Fetcher
+from harvestman.fetch.partial import StopPlan, open_transport
+from harvestman.fetch.transport import Transport
+from harvestman.model.config import (
+    SECTION_OF,
+    CrawlConfig,
+    PolitenessSettings,
+    config_from_mapping,
+    flat_settings,
+)
+from harvestman.model.errors import ConfigError, UnsupportedUrlError
 from harvestman.model.records import FetchResult
 from harvestman.model.sync import iterate_in_thread
+from harvestman.net.hostkeys import HostKeys
 from harvestman.net.urls import host_of, resolve
 from harvestman.policy.politeness import RetryVerdict, retry_verdict
 from harvestman.store.journal import RunJournal
@@ -31,6 +42,12 @@ WINDOW_PER_SLOT = 8  # URLs in progress (fetching or waiting their turn) per con
 DOWNLOAD_BACKOFF_BASE = 0.5  # seconds; a list download retries sooner than a crawl would
 DOWNLOAD_BACKOFF_CAP = 30.0
 ALLOWED = RobotsVerdict(True)
+# The settings download() takes, each of which takes effect: every fetch setting (stop_at and
+# stop_rules read pages in part) and rendering setting, and these of politeness, robots.txt and the
+# run. The others are a crawl's (links, storage, ordering, ...): refused, not silently ignored.
+DOWNLOAD_SECTIONS = frozenset({"fetch", "rendering"})
+DOWNLOAD_SETTINGS = frozenset({"per_host", "delay", "crawl_delay_cap", "retries", "retry_after_cap",
+                               "obey_robots", "robots_ttl", "concurrency"})
 
 
 class Download:
@@ -51,87 +68,13 @@ class Download:
         return self._run()
 
     async def _run(self) -> AsyncGenerator[FetchResult, None]:
-        cfg = self._config
-        fetch, polite, obey = cfg.fetch, cfg.politeness, cfg.robots.obey_robots
-        concurrency = cfg.run.concurrency
-        transport = self._transport or CurlTransport(TransportSettings.from_fetch(fetch))
-        deferrals: dict[str, str] = {}  # origin + "/" -> why robots.txt last deferred it
-        gate = RobotsGate(transport, cfg.robots, fetch, polite, host_key=lambda origin: origin,
-                          on_defer=lambda origin, _until, why: deferrals.__setitem__(origin, why))
+        transport = self._transport or open_transport(self._config.fetch)
         journal = RunJournal(self._log_dir, events=False) if self._log_dir else None
-        total = asyncio.Semaphore(concurrency)
-        per_host = _HostSlots(polite.per_host)
+        fetching = _ListFetch(self._config, transport)
         done: asyncio.Queue[FetchResult] = asyncio.Queue()
 
-        async def verdict_for(url: str, *, holding_slot: bool) -> RobotsVerdict:
-            """robots.txt's verdict on `url`; a deferral (429, unreachable) is waited out `retries` times."""
-            if not obey:
-                return ALLOWED
-            checks = polite.retries + 1
-            for check in range(1, checks + 1):
-                if holding_slot:  # a redirect hop: its fetch already holds a global slot
-                    verdict = await gate.check(url)
-                else:
-                    async with total:  # robots.txt fetches count against the concurrency too
-                        verdict = await gate.check(url)
-                if not verdict.deferred_until:
-                    return verdict
-                if check < checks:
-                    await asyncio.sleep(max(0.0, verdict.deferred_until - time.time()))
-            why = deferrals.get(_origin(url) + "/", "robots.txt deferred the host")
-            message = f"{why} (still deferred after {checks} checks)"
-            return RobotsVerdict(False, failure=RobotsFailure("robots_unavailable", message, 0.0))
-
-        async def hop_check(url: str) -> HopVerdict:
-            """Follow a redirect only where robots.txt allows, as the crawler does (engine._hop_check)."""
-            verdict = await verdict_for(url, holding_slot=True)
-            failure = verdict.failure
-            if failure is not None:
-                raise error_for(failure.error_class, f"redirect to {url[:200]}: {failure.message}")
-            if not verdict.allowed:
-                return HopVerdict(False, "disallowed by robots.txt")
-            return FOLLOW
-
-        fetcher = Fetcher(transport, max_redirects=fetch.max_redirects,
-                          hop_check=hop_check if obey else None)
-
-        async def attempts(url: str) -> FetchResult:
-            if resolve(url) is None:
-                # Refused here: libcurl calls a malformed URL a protocol error, which looks transient.
-                return _refused(url, UnsupportedUrlError.error_class, f"not a valid URL: {url[:200]!r}")
-            host = host_of(url)  # it parsed just above, so this does not raise
-            verdict = await verdict_for(url, holding_slot=False)
-            if verdict.failure is not None:
-                return _refused(url, verdict.failure.error_class, verdict.failure.message)
-            if not verdict.allowed:
-                return _refused(url, "robots", f"disallowed by {_origin(url)}/robots.txt; not requested")
-            delay = polite.delay
-            if verdict.crawl_delay is not None:
-                delay = max(delay, min(verdict.crawl_delay, polite.crawl_delay_cap))
-            attempt = 1
-            started_at = 0.0
-            while True:
-                # The host's slot first: a URL waiting for a busy host must not hold a global one.
-                async with per_host.slot(host, delay):
-                    async with total:
-                        result = await fetcher.fetch(url, timeout=fetch.timeout, max_size=fetch.max_size,
-                                                     attempt=attempt, headers=fetch.extra_headers)
-                    if delay:
-                        await asyncio.sleep(delay)  # held inside the host's slot: the delay is per host
-                started_at = started_at or result.started_at
-                again = download_retry(result, attempt, polite)
-                if not again.retry:
-                    # started_at is when the first attempt began, as FetchResult documents.
-                    return dataclasses.replace(result, started_at=started_at)
-                attempt += 1
-                await asyncio.sleep(again.wait)
-
         async def one(url: str) -> None:
-            try:
-                result = await attempts(url)
-            except Exception as exc:  # a result must come for every URL, or the consumer waits forever
-                message = f"{type(exc).__name__}: {exc}"
-                result = FetchResult(url=url, final_url=url, error_class="internal", error_message=message)
+            result = await fetching.result(url)
             if journal is not None:
                 journal.download(url, result.ok, result.error_message or f"HTTP {result.status}")
                 journal.flush()  # the log is a list download's only record of each URL
@@ -140,7 +83,7 @@ class Download:
         # A bounded window of tasks, refilled as results come: memory follows the concurrency, not
         # the length of the list.
         urls = iter(self._urls)
-        window = concurrency * WINDOW_PER_SLOT
+        window = self._config.run.concurrency * WINDOW_PER_SLOT
         tasks: set[asyncio.Task[None]] = set()
         started = yielded = 0
 
@@ -166,10 +109,97 @@ class Download:
             for task in list(tasks):
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            await fetching.aclose()
             if self._transport is None:
                 await transport.aclose()
             if journal is not None:
                 journal.close()
+
+
+class _ListFetch:
+    """How one `download()` call fetches a URL: robots.txt first (a deferral waited out), redirect
+    hops checked as the crawl checks them (crawl/steps.py HopCheck), the host's slots and delay,
+    where a fetch may stop, rendering, and retries."""
+
+    def __init__(self, cfg: CrawlConfig, transport: Transport) -> None:
+        self._fetch, self._polite, self._obey = cfg.fetch, cfg.politeness, cfg.robots.obey_robots
+        self._deferrals: dict[str, str] = {}  # origin + "/" -> why robots.txt last deferred it
+        self._gate = RobotsGate(transport, cfg.robots, cfg.fetch, cfg.politeness,
+                                host_key=lambda origin: origin,
+                                on_defer=lambda origin, _until, why: self._deferrals.__setitem__(origin, why))
+        self._total = asyncio.Semaphore(cfg.run.concurrency)
+        self._per_host = _HostSlots(cfg.politeness.per_host)
+        self._stops = StopPlan.from_fetch(cfg.fetch)  # None unless pages are to be read in part
+        # The browser's transport, when pages are rendered: the same as the crawl's (assembly.py).
+        self._rendering = page_transport(cfg, transport, self._gate, HostTurns(),
+                                         HostKeys(cfg.host_key, cfg.resolve))
+        hops = HopCheck(lambda url: self._verdict(url, holding_slot=True)) if self._obey else None
+        self._fetcher = Fetcher(self._rendering or transport, max_redirects=cfg.fetch.max_redirects,
+                                hop_check=hops)
+
+    async def aclose(self) -> None:
+        """Close the browser, when pages were rendered."""
+        if self._rendering is not None:
+            await self._rendering.aclose()
+
+    async def result(self, url: str) -> FetchResult:
+        """The result of `url`, always one (an error result for what went wrong)."""
+        try:
+            return await self._attempts(url)
+        except Exception as exc:  # a result must come for every URL, or the consumer waits forever
+            message = f"{type(exc).__name__}: {exc}"
+            return FetchResult(url=url, final_url=url, error_class="internal", error_message=message)
+
+    async def _verdict(self, url: str, *, holding_slot: bool) -> RobotsVerdict:
+        """robots.txt's verdict on `url`; a deferral (429, unreachable) is waited out `retries` times."""
+        if not self._obey:
+            return ALLOWED
+        checks = self._polite.retries + 1
+        for check in range(1, checks + 1):
+            if holding_slot:  # a redirect hop: its fetch already holds a global slot
+                verdict = await self._gate.check(url)
+            else:
+                async with self._total:  # robots.txt fetches count against the concurrency too
+                    verdict = await self._gate.check(url)
+            if not verdict.deferred_until:
+                return verdict
+            if check < checks:
+                await asyncio.sleep(max(0.0, verdict.deferred_until - time.time()))
+        why = self._deferrals.get(_origin(url) + "/", "robots.txt deferred the host")
+        message = f"{why} (still deferred after {checks} checks)"
+        return RobotsVerdict(False, failure=RobotsFailure("robots_unavailable", message, 0.0))
+
+    async def _attempts(self, url: str) -> FetchResult:
+        if resolve(url) is None:
+            # Refused here: libcurl calls a malformed URL a protocol error, which looks transient.
+            return _refused(url, UnsupportedUrlError.error_class, f"not a valid URL: {url[:200]!r}")
+        host = host_of(url)  # it parsed just above, so this does not raise
+        verdict = await self._verdict(url, holding_slot=False)
+        if verdict.failure is not None:
+            return _refused(url, verdict.failure.error_class, verdict.failure.message)
+        if not verdict.allowed:
+            return _refused(url, "robots", f"disallowed by {_origin(url)}/robots.txt; not requested")
+        fetch, polite = self._fetch, self._polite
+        delay = crawl_delay(verdict, polite.delay, polite.crawl_delay_cap)
+        stop = None if self._stops is None else self._stops.for_url(url)
+        attempt = 1
+        started_at = 0.0
+        while True:
+            # The host's slot first: a URL waiting for a busy host must not hold a global one.
+            async with self._per_host.slot(host, delay):
+                async with self._total:
+                    result = await self._fetcher.fetch(url, timeout=fetch.timeout, attempt=attempt,
+                                                       max_size=fetch.max_size, headers=fetch.extra_headers,
+                                                       stop=stop)
+                if delay:
+                    await asyncio.sleep(delay)  # held inside the host's slot: the delay is per host
+            started_at = started_at or result.started_at
+            again = download_retry(result, attempt, polite)
+            if not again.retry:
+                # started_at is when the first attempt began, as FetchResult documents.
+                return dataclasses.replace(result, started_at=started_at)
+            attempt += 1
+            await asyncio.sleep(again.wait)
 
 
 @dataclass(slots=True)
@@ -248,9 +278,14 @@ def download(
 
     robots.txt is obeyed as the crawler obeys it: a disallowed URL is never requested and ends with
     error_class "robots"; Crawl-delay spaces a host's fetches (`obey_robots=False` turns this off).
-    Other options are CrawlConfig's (per_host, max_size, user_agent, allow_net, resolve, ...).
+    Other options are CrawlConfig's fetch and rendering settings (max_size, user_agent, allow_net,
+    resolve, stop_at, render, ...) and per_host, delay, crawl_delay_cap, retry_after_cap,
+    robots_ttl; a crawl's other settings are refused (ConfigError).
     With `log_dir`, a `download.log` in the seed's format is appended there.
     """
+    for name in flat_settings(options):
+        if name not in DOWNLOAD_SETTINGS and SECTION_OF[name] not in DOWNLOAD_SECTIONS:
+            raise ConfigError(f"download() fetches a list of URLs: the crawl setting {name!r} is not taken")
     cfg = config_from_mapping({"concurrency": concurrency, "retries": retries, "timeout": timeout, **options})
     folder = Path(log_dir) if log_dir is not None else None
     if folder is not None:

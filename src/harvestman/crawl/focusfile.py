@@ -134,24 +134,11 @@ def read_focus_file(path: Path, fetch_urls: UrlFetcher | None = None, *, known_d
     sources: dict[str, tuple[list[Path], list[str]]] = {}
     negatives: tuple[list[Path], list[str]] = ([], [])
     for index, table in enumerate(tables, 1):
-        unknown = set(table) - _TOPIC_KEYS
-        if unknown:
-            raise ConfigError(f"focus file {path}, topic {index}: unknown key(s) "
-                              f"{', '.join(sorted(unknown))}")
-        name = table.get("name")
-        if not isinstance(name, str) or not name.strip():
-            raise ConfigError(f"focus file {path}, topic {index}: a topic needs a name")
-        if "positive" not in table:
-            raise ConfigError(f"focus file {path}, topic {name!r}: no positive examples")
-        keywords = tuple(_strings(table.get("keywords", []), f"topic {name!r}: keywords"))
-        target = table.get("target", True)
-        if not isinstance(target, bool):
-            raise ConfigError(f"focus file {path}, topic {name!r}: target must be true or false")
-        topics.append(TopicSpec(name, target, keywords))
-        sources[name] = _example_sources(_strings(table["positive"], f"topic {name!r}: positive"), folder)
-        neg = _example_sources(_strings(table.get("negative", []), f"topic {name!r}: negative"), folder)
-        negatives[0].extend(neg[0])
-        negatives[1].extend(neg[1])
+        topic, positive, negative = _topic(table, index, path)
+        topics.append(topic)
+        sources[topic.name] = positive
+        negatives[0].extend(negative[0])
+        negatives[1].extend(negative[1])
     try:
         spec = FocusSpec(mode, bool(data.get("blocks", False)), data.get("tunnel", 2),
                          float(data.get("threshold", 0.5)), data.get("paragraph_words", 30), tuple(topics))
@@ -175,6 +162,34 @@ def read_focus_file(path: Path, fetch_urls: UrlFetcher | None = None, *, known_d
         if fetch_urls is None:
             raise ConfigError(f"focus file {path} names example URLs: they need a fetcher")
         fetched = fetch_urls(all_urls)
+    examples = _examples(path, topics, sources, negatives, fetched)
+    return FocusFile(spec, examples, training, digest)
+
+
+def _topic(table: dict[str, Any], index: int,
+           path: Path) -> tuple[TopicSpec, tuple[list[Path], list[str]], tuple[list[Path], list[str]]]:
+    """One [[topic]] table of a focus file: the topic, its positive and its negative example sources."""
+    unknown = set(table) - _TOPIC_KEYS
+    if unknown:
+        raise ConfigError(f"focus file {path}, topic {index}: unknown key(s) {', '.join(sorted(unknown))}")
+    name = table.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"focus file {path}, topic {index}: a topic needs a name")
+    if "positive" not in table:
+        raise ConfigError(f"focus file {path}, topic {name!r}: no positive examples")
+    keywords = tuple(_strings(table.get("keywords", []), f"topic {name!r}: keywords"))
+    target = table.get("target", True)
+    if not isinstance(target, bool):
+        raise ConfigError(f"focus file {path}, topic {name!r}: target must be true or false")
+    folder = path.parent
+    positive = _example_sources(_strings(table["positive"], f"topic {name!r}: positive"), folder)
+    negative = _example_sources(_strings(table.get("negative", []), f"topic {name!r}: negative"), folder)
+    return TopicSpec(name, target, keywords), positive, negative
+
+
+def _examples(path: Path, topics: list[TopicSpec], sources: Mapping[str, tuple[list[Path], list[str]]],
+              negatives: tuple[list[Path], list[str]], fetched: Mapping[str, str]) -> dict[str, list[str]]:
+    """The example texts of each class (the topics', and "other" from the negatives)."""
     examples: dict[str, list[str]] = {}
     for topic in topics:
         files, urls = sources[topic.name]
@@ -188,7 +203,7 @@ def read_focus_file(path: Path, fetch_urls: UrlFetcher | None = None, *, known_d
     if len(examples) < 2:
         raise ConfigError(f"focus file {path}: a classifier needs two classes: give the topic negative "
                           "examples, or name a second topic")
-    return FocusFile(spec, examples, training, digest)
+    return examples
 
 
 def _texts(files: list[Path], urls: list[str], fetched: Mapping[str, str]) -> list[str]:

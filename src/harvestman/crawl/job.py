@@ -25,7 +25,7 @@ from typing import TypeVar
 
 from harvestman.crawl.engine import Crawler
 from harvestman.crawl.sinks import SinkFactory
-from harvestman.crawl.stats import CrawlStats
+from harvestman.crawl.stats import CrawlCounts, CrawlStats
 from harvestman.crawl.workers import (
     NO_POLICIES,
     PageCallback,
@@ -59,17 +59,7 @@ class JobStatus:
 
     state: JobState
     processes: int  # processes crawling: 1, or the worker processes'
-    started_at: float
-    fetched: int
-    failed: int
-    retried: int
-    skipped: int
-    bytes: int
-    in_flight: int
-    queued: int
-    retrying: int
-    deferred: int  # URLs left waiting beyond --max-wait when the run ended
-    deferred_until: float
+    counts: CrawlCounts  # the run's counters (crawl/stats.py)
     error: str = ""  # why the job failed
     verdict: RunVerdict | None = None  # the exit status and its explanation, once FINISHED
 
@@ -282,12 +272,8 @@ class CrawlJob:
 
     def status(self) -> JobStatus:
         """A snapshot of the job now."""
-        stats = self._stats
-        return JobStatus(
-            self._state, self.processes, stats.started_at, stats.fetched, stats.failed, stats.retried,
-            stats.skipped, stats.bytes, stats.in_flight, stats.queued, stats.retrying, stats.deferred,
-            stats.deferred_until, error=str(self._error) if self._error else "", verdict=self._verdict,
-        )
+        return JobStatus(self._state, self.processes, self._stats.snapshot(),
+                         error=str(self._error) if self._error else "", verdict=self._verdict)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait for the run to end (at most `timeout` seconds); whether it has."""

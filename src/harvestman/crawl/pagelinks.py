@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from harvestman.crawl.documents import DEFAULT_PARSERS, DocumentParser, parse_document
 from harvestman.crawl.parse import parse_html
 from harvestman.crawl.sitemaps import is_sitemap, sitemap_outlinks
 from harvestman.model.config import LinkSettings
-from harvestman.model.records import FetchResult, PageLinks, ParsedPage
+from harvestman.model.records import FetchResult, Link, PageLinks, ParsedPage
 from harvestman.policy.scope import Scope, UrlRefiner, followed_links
 
 HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
@@ -49,12 +49,22 @@ def outlinks(
         # Anchor texts cost ~1 µs a link, a fifth of the parse (docs/config.md, link_anchors).
         parsed = parse_html(result.text, result.final_url, max_links=settings.max_outlinks,
                             with_text=with_text, anchors=with_text or settings.link_anchors)
-    if parsed.nofollow or depth + 1 > settings.max_depth:
+    if parsed.nofollow:
         return parsed, {}
+    return parsed, queueable(parsed.links, depth, settings, scope, follow, refine)
+
+
+def queueable(links: Iterable[Link], depth: int, settings: LinkSettings, scope: Scope,
+              follow: dict[str, tuple[str, str] | None], refine: UrlRefiner | None = None) -> dict[str, str]:
+    """The links of a page found at `depth` worth queueing, with their hosts: followed (not
+    nofollow), not too deep, normalized and in scope. The crawl and the cycle's updatedb both queue
+    by it; `follow` remembers verdicts on resolved links across pages."""
+    if depth + 1 > settings.max_depth:
+        return {}
     if len(follow) > FOLLOW_CACHE:
         follow.clear()
-    followed = (link.url for link in parsed.links if not link.nofollow)
-    return parsed, followed_links(followed, scope, follow, max_length=settings.max_url_length, refine=refine)
+    followed = (link.url for link in links if not link.nofollow)
+    return followed_links(followed, scope, follow, max_length=settings.max_url_length, refine=refine)
 
 
 def page_links(url: str, parsed: ParsedPage) -> PageLinks:

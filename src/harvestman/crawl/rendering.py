@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from harvestman.crawl.robots_gate import RobotsGate
+from harvestman.crawl.steps import crawl_delay
 from harvestman.fetch.browser import RenderingTransport, open_rendering
 from harvestman.fetch.transport import Transport
 from harvestman.model.config import RenderSettings
@@ -47,9 +48,7 @@ class PageRequestRules:
             key = self.host_key(url, host_of(url))
         except InvalidUrlError:
             return "invalid URL"
-        delay = self.delay
-        if verdict.crawl_delay is not None:
-            delay = max(delay, min(verdict.crawl_delay, self.crawl_delay_cap))
+        delay = crawl_delay(verdict, self.delay, self.crawl_delay_cap)
         if delay > 0:
             await self.take_turn(key, delay)
         self.requests[key] = self.requests.get(key, 0) + 1

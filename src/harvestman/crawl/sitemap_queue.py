@@ -3,12 +3,10 @@ and the sitemap URLs and lastmods that wait for the next commit."""
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 
-from harvestman.crawl.sitemaps import SITEMAP_ERROR, SitemapPage, lastmod_metadata
+from harvestman.crawl.sitemaps import SitemapPage, lastmod_metadata
 from harvestman.model.records import NewUrl
-from harvestman.policy.outcome import Decision
 
 
 class SitemapQueue:
@@ -40,18 +38,12 @@ class SitemapQueue:
         self.remember(url.url)
         self._urls.append(url)
 
-    def read(self, page: SitemapPage, decision: Decision, hosts: Mapping[str, str]) -> Decision:
+    def take(self, page: SitemapPage, hosts: Mapping[str, str]) -> None:
         """Take a fetched sitemap in: its child sitemaps known, its URLs' lastmods kept for the commit
-        after their URLs', and a sitemap not read whole recorded on its URL (why)."""
+        after their URLs'. (A sitemap not read whole is recorded on its URL by the page step.)"""
         for child in page.children:
             self.remember(child)
         self._lastmods.extend(lastmod_metadata(page.sitemap, hosts))
-        problem = page.sitemap.problem
-        if not problem or decision.outcome.error_class:
-            return decision
-        outcome = dataclasses.replace(decision.outcome, error_class=SITEMAP_ERROR,
-                                      error_message=problem[:500])
-        return dataclasses.replace(decision, outcome=outcome)
 
     def take_urls(self) -> list[NewUrl]:
         """The sitemap URLs to add now."""

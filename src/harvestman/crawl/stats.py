@@ -4,7 +4,7 @@ what counts as a page and as a failure, for the run's counters and the crawl dat
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from harvestman.model.records import FetchOutcome, UrlState, landing_state
@@ -57,11 +57,12 @@ class PageCounts:
         return cls(sum(states.get(state, 0) for state in PAGE_STATES), states.get(UrlState.GONE, 0) - refused)
 
 
-@dataclass(slots=True)
-class CrawlStats:
-    """Counters of this run, read by the progress display and the summary."""
+@dataclass(frozen=True, slots=True)
+class CrawlCounts:
+    """A snapshot of a run's counters: what a worker reports to its parent a few times a second, and
+    what a job's status holds. One record for both, made by `CrawlStats.snapshot` alone."""
 
-    started_at: float = field(default_factory=time.time)
+    started_at: float = 0.0
     fetched: int = 0  # pages: URLs that ended holding a page (PageCounts)
     failed: int = 0  # URLs that ended in an error (PageCounts)
     retried: int = 0  # attempts that will be retried
@@ -75,12 +76,71 @@ class CrawlStats:
     deferred: int = 0
     deferred_until: float = 0.0
     deferred_revisits: int = 0  # of `deferred`, the URLs fetched before that wait for a re-visit
+    busy_hosts: frozenset[str] = frozenset()
+
+    @classmethod
+    def total(cls, parts: Iterable[CrawlCounts], queued: int) -> CrawlCounts:
+        """The counts of a crawl run by several processes, from each one's (`queued`: the crawl's)."""
+        parts = list(parts)
+        return cls(
+            fetched=sum(p.fetched for p in parts),
+            failed=sum(p.failed for p in parts),
+            retried=sum(p.retried for p in parts),
+            skipped=sum(p.skipped for p in parts),
+            bytes=sum(p.bytes for p in parts),
+            in_flight=sum(p.in_flight for p in parts),
+            queued=queued,
+            retrying=sum(p.retrying for p in parts),
+            next_attempt_at=min((p.next_attempt_at for p in parts if p.next_attempt_at), default=0.0),
+            # Every worker that ended so counted the whole crawl's waiting URLs.
+            deferred=max((p.deferred for p in parts), default=0),
+            deferred_until=min((p.deferred_until for p in parts if p.deferred), default=0.0),
+            deferred_revisits=max((p.deferred_revisits for p in parts), default=0),
+            busy_hosts=frozenset().union(*(p.busy_hosts for p in parts)),
+        )
+
+
+_COUNTS = tuple(name for name in CrawlCounts.__dataclass_fields__ if name != "started_at")
+
+
+@dataclass(slots=True)
+class CrawlStats:
+    """Counters of this run, read by the progress display and the summary."""
+
+    started_at: float = field(default_factory=time.time)
+    fetched: int = 0  # the fields are CrawlCounts': see there
+    failed: int = 0
+    retried: int = 0
+    skipped: int = 0
+    bytes: int = 0
+    in_flight: int = 0
+    queued: int = 0
+    retrying: int = 0
+    next_attempt_at: float = 0.0
+    deferred: int = 0
+    deferred_until: float = 0.0
+    deferred_revisits: int = 0
     busy_hosts: set[str] = field(default_factory=set)
 
     def pages_per_second(self, now: float | None = None) -> float:
         """Pages per second since the run started."""
         elapsed = (now or time.time()) - self.started_at
         return self.fetched / elapsed if elapsed > 0 else 0.0
+
+    def snapshot(self) -> CrawlCounts:
+        """The counters now, frozen (the next attempt's time only when nothing is in flight)."""
+        return CrawlCounts(
+            self.started_at, self.fetched, self.failed, self.retried, self.skipped, self.bytes,
+            self.in_flight, self.queued, self.retrying,
+            self.next_attempt_at if self.in_flight == 0 else 0.0,
+            self.deferred, self.deferred_until, self.deferred_revisits, frozenset(self.busy_hosts),
+        )
+
+    def show(self, counts: CrawlCounts) -> None:
+        """Take `counts` as this run's counters (a parent's, summed from its workers'), its start aside."""
+        for name in _COUNTS:
+            setattr(self, name, getattr(counts, name))
+        self.busy_hosts = set(counts.busy_hosts)
 
 
 @dataclass(frozen=True, slots=True)

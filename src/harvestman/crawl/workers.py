@@ -35,17 +35,18 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from pathlib import Path
 from typing import Any
 
+from harvestman.crawl.assembly import assemble
 from harvestman.crawl.engine import Crawler
 from harvestman.crawl.ledger import EventHandler
 from harvestman.crawl.sinks import SinkFactory
-from harvestman.crawl.stats import CrawlStats, WorkerSlot, finished_message
+from harvestman.crawl.stats import CrawlCounts, CrawlStats, WorkerSlot, finished_message
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import HarvestmanError
 from harvestman.model.events import Event, EventKind
@@ -104,27 +105,13 @@ class WorkerReport:
     """A worker's counters, sent to the parent a few times a second and once at its end."""
 
     index: int
-    fetched: int
-    failed: int
-    retried: int
-    skipped: int
-    bytes: int
-    in_flight: int
-    busy_hosts: frozenset[str]
-    retrying: int = 0
-    next_attempt_at: float = 0.0
+    counts: CrawlCounts
     finished: bool = False
     error: str = ""  # why the worker could not go on (a full disk, say)
-    deferred: int = 0  # the crawl ended with this many URLs waiting beyond --max-wait ...
-    deferred_until: float = 0.0  # ... the first until then
-    deferred_revisits: int = 0  # ... this many of them re-visits
 
 
 def _report(index: int, stats: CrawlStats, *, finished: bool = False, error: str = "") -> WorkerReport:
-    return WorkerReport(index, stats.fetched, stats.failed, stats.retried, stats.skipped, stats.bytes,
-                        stats.in_flight, frozenset(stats.busy_hosts), stats.retrying,
-                        stats.next_attempt_at if stats.in_flight == 0 else 0.0, finished, error,
-                        stats.deferred, stats.deferred_until, stats.deferred_revisits)
+    return WorkerReport(index, stats.snapshot(), finished, error)
 
 
 class _Outbox:
@@ -290,6 +277,33 @@ class WorkerPool:
         # waiter to wake, and a worker stopped while it waits never does.
         go = self._go = context.Semaphore(0)  # kept: a spawned worker may unpickle it late
         listening = self._on_event is not None or self._on_page is not None
+        self._fork(context, worker_cfg, go, listening)
+        try:
+            parts = assemble(cfg, scorer=self.policies.scorer, schedule=self.policies.schedule)
+            # Held open: its lock keeps other crawls out.
+            self._frontier = Crawler(cfg, parts=parts).open_frontier()
+            early = self._early.append if listening else None
+            if self.join:
+                recover(Path(cfg.out_dir) / "warc")  # this machine's own files, from a run killed before
+            else:
+                asyncio.run(Crawler(cfg, frontier=self._frontier, on_event=early, parts=parts).prepare())
+            if listening:
+                seeds = (self._frontier.get_meta("seeds") or "").split("\n")
+                self._early.append(Event(EventKind.CRAWL_STARTED, time.time(), message=" ".join(seeds)))
+        except BaseException:
+            for proc in self._procs:
+                proc.kill()
+                proc.join()
+            if self._frontier is not None:
+                self._frontier.close()
+            for reader in self._inbox:
+                reader.close()
+            raise
+        for _ in self._procs:
+            go.release()
+
+    def _fork(self, context: Any, worker_cfg: CrawlConfig, go: Any, listening: bool) -> None:
+        """Start the worker processes (each waits for `go`), with a pipe each when someone listens."""
         pages = self._on_page is not None
         self._procs = []
         for i in range(self.count):
@@ -307,30 +321,6 @@ class WorkerPool:
                 # The worker holds it now. Closed here before the next fork, so that only its own
                 # worker holds a pipe's sending end, and that worker's exit reads as its end.
                 writer.close()
-        try:
-            scorer, schedule = self.policies.scorer, self.policies.schedule
-            # Held open: its lock keeps other crawls out.
-            self._frontier = Crawler(cfg, scorer=scorer, schedule=schedule).open_frontier()
-            early = self._early.append if listening else None
-            if self.join:
-                recover(Path(cfg.out_dir) / "warc")  # this machine's own files, from a run killed before
-            else:
-                asyncio.run(Crawler(cfg, frontier=self._frontier, on_event=early, scorer=scorer,
-                                    schedule=schedule).prepare())
-            if listening:
-                seeds = (self._frontier.get_meta("seeds") or "").split("\n")
-                self._early.append(Event(EventKind.CRAWL_STARTED, time.time(), message=" ".join(seeds)))
-        except BaseException:
-            for proc in self._procs:
-                proc.kill()
-                proc.join()
-            if self._frontier is not None:
-                self._frontier.close()
-            for reader in self._inbox:
-                reader.close()
-            raise
-        for _ in self._procs:
-            go.release()
 
     def wait(self) -> None:
         """Wait for the workers, summing their counters; raise if one failed or died."""
@@ -435,23 +425,8 @@ class WorkerPool:
             raise HarvestmanError("; ".join(errors) + f" (the crawl stopped; --resume continues it: "
                                   f"{cfg.out_dir})")
 
-    def _sum(self, reports: Any, queued: int) -> None:
-        stats = self.stats
-        reports = list(reports)
-        stats.fetched = sum(r.fetched for r in reports)
-        stats.failed = sum(r.failed for r in reports)
-        stats.retried = sum(r.retried for r in reports)
-        stats.skipped = sum(r.skipped for r in reports)
-        stats.bytes = sum(r.bytes for r in reports)
-        stats.in_flight = sum(r.in_flight for r in reports)
-        stats.busy_hosts = set().union(*(r.busy_hosts for r in reports))
-        stats.retrying = sum(r.retrying for r in reports)
-        stats.next_attempt_at = min((r.next_attempt_at for r in reports if r.next_attempt_at), default=0.0)
-        stats.queued = queued
-        # Every worker that ended so counted the whole crawl's waiting URLs.
-        stats.deferred = max((r.deferred for r in reports), default=0)
-        stats.deferred_until = min((r.deferred_until for r in reports if r.deferred), default=0.0)
-        stats.deferred_revisits = max((r.deferred_revisits for r in reports), default=0)
+    def _sum(self, reports: Iterable[WorkerReport], queued: int) -> None:
+        self.stats.show(CrawlCounts.total((r.counts for r in reports), queued))
 
 
 def _describe_exit(code: int) -> str:

@@ -64,7 +64,8 @@ def _fetch(folder: Path, db: str, spec: FetchJob) -> tuple[int, str]:
             signal.signal(sig, handler)
     if not fetched.done:
         return EXIT_FAILED, f"fetch of segment {path.name} stopped; a fetch job goes on from there"
-    return EXIT_OK, f"fetched segment {path.name}: {fetched.status.fetched if fetched.status else 0} pages"
+    pages = fetched.status.counts.fetched if fetched.status else 0
+    return EXIT_OK, f"fetched segment {path.name}: {pages} pages"
 
 
 def run_step(folder: Path, db: str, spec: JobSpec) -> tuple[int, str]:

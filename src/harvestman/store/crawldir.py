@@ -30,7 +30,7 @@ from harvestman.store.warc_read import crawl_warc_files
 
 SETTINGS_KEY = "settings"
 LOCAL_KEY = "local_settings"
-_OLD_LOCAL_KEY = "cycle_local"  # where crawls of the cycle before schema 6 kept their local settings
+_OLD_LOCAL_KEY = "cycle_local"  # where `inject` kept the machine's settings before `local_settings`
 SEEDS_KEY = "seeds"
 
 
@@ -61,11 +61,6 @@ class CrawlDir:
     def name(self) -> str:
         """How messages name the crawl: its database location, password hidden."""
         return without_password(self.location)
-
-    @property
-    def warc_dir(self) -> Path:
-        """The continuous crawl's WARC files (each segment has its own, see `warc_files`)."""
-        return self.path / "warc"
 
     @property
     def segments_dir(self) -> Path:
