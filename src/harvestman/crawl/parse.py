@@ -259,21 +259,7 @@ class _Page:
         for node, tag in zip(nodes, tags, strict=True):
             attrs = node.attributes
             if tag == "meta":
-                name = (attrs.get("name") or "").strip().lower()
-                equiv = (attrs.get("http-equiv") or "").strip().lower()
-                content = attrs.get("content") or ""
-                if name == "robots":
-                    tokens = set(re.split(r"[\s,]+", content.lower()))
-                    self.noindex = self.noindex or bool(tokens & {"noindex", "none"})
-                    self.nofollow = self.nofollow or bool(tokens & {"nofollow", "none"})
-                elif name == "description" and not self.description:
-                    self.description = _collapse(content, MAX_DESCRIPTION)
-                elif equiv == "content-language" and not self.content_language:
-                    self.content_language = content.split(",")[0].strip()
-                elif equiv == "refresh" and not links.full:
-                    target = _http_url(_refresh_target(content), base, origin)
-                    if target is not None:
-                        links.add(target, LinkKind.META_REFRESH)
+                self._read_meta(attrs)
                 continue
             if links.full:
                 continue
@@ -324,6 +310,26 @@ class _Page:
                 target = _http_url(attrs.get("href"), base, origin) if link_kind is not None else None
                 if link_kind is not None and target is not None:
                     links.add(target, link_kind, "", "nofollow" in rel_tokens)
+
+
+    def _read_meta(self, attrs: Any) -> None:
+        """Take a <meta> element: robots directives, description, language, a refresh's target."""
+        links = self.links
+        name = (attrs.get("name") or "").strip().lower()
+        equiv = (attrs.get("http-equiv") or "").strip().lower()
+        content = attrs.get("content") or ""
+        if name == "robots":
+            tokens = set(re.split(r"[\s,]+", content.lower()))
+            self.noindex = self.noindex or bool(tokens & {"noindex", "none"})
+            self.nofollow = self.nofollow or bool(tokens & {"nofollow", "none"})
+        elif name == "description" and not self.description:
+            self.description = _collapse(content, MAX_DESCRIPTION)
+        elif equiv == "content-language" and not self.content_language:
+            self.content_language = content.split(",")[0].strip()
+        elif equiv == "refresh" and not links.full:
+            target = _http_url(_refresh_target(content), self.base, self.origin)
+            if target is not None:
+                links.add(target, LinkKind.META_REFRESH)
 
 
 def _read_piece(page: _Page, piece: str, *, first: bool) -> None:
