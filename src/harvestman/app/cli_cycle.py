@@ -9,17 +9,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from harvestman.app.options import CONFIG_HELP, DB_HELP, DIR_HELP, add_setting_options, given_settings
+from harvestman.app.run import fetch_segment_run
 from harvestman.batch.crawldir import load_config
 from harvestman.batch.cycle import crawl_exists, run_cycle
-from harvestman.batch.fetch_segment import FetchedSegment, SegmentFetch
 from harvestman.batch.generate import ORDERS, generate
 from harvestman.batch.inject import inject
 from harvestman.batch.parse_segment import parse_segment
@@ -140,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         if segments.done(path, "fetched"):
             print(f"segment {path.name} is fetched already")
             return EXIT_OK
-        fetched = fetch_with_display(args.dir, cfg, path)
+        fetched = fetch_segment_run(args.dir, cfg, path)
         if not fetched.done:
             print(f"harvestman: fetch of segment {path.name} stopped; run harvestman fetch again to go on",
                   file=sys.stderr)
@@ -175,32 +173,6 @@ def _readdb(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def fetch_with_display(folder: Path, cfg: CrawlConfig, segment: Path) -> FetchedSegment:
-    """Fetch a segment with a progress display; Ctrl-C (or SIGTERM) stops it, resumable."""
-    from harvestman.app.progress import ProgressDisplay
-
-    run_ = SegmentFetch(segment, cfg)
-    signals = [0]
-
-    def on_signal(_sig: int, _frame: object) -> None:
-        signals[0] += 1
-        run_.stop(abandon=signals[0] > 1)
-
-    previous: dict[int, Callable[..., Any] | int | None] = {
-        sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
-        run_.start()
-        if cfg.quiet or cfg.log_json:
-            run_.job.wait()
-        else:
-            with ProgressDisplay(run_.job.stats):
-                run_.job.wait()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    return run_.wait()
-
-
 def run_rounds(args: argparse.Namespace) -> int:
     """`harvestman crawl [SEED...] --out DIR --rounds R --top-n N`: the crawl cycle."""
     if args.top_n is None:
@@ -218,7 +190,7 @@ def run_rounds(args: argparse.Namespace) -> int:
 
     report = run_cycle(folder, cfg, seeds=seeds, rounds=args.rounds, top_n=args.top_n,
                        max_per_host=args.max_per_host, order=None,
-                       fetch=fetch_with_display, on_round=on_round)
+                       fetch=fetch_segment_run, on_round=on_round)
     fetched = sum(r.fetched.status.counts.fetched for r in report.rounds if r.fetched.status)
     new = sum(r.merged.new_urls for r in report.rounds)
     then = f"; then {', '.join(report.post_steps)}" if report.post_steps else ""

@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from harvestman.app import cli_cycle
+from harvestman.app.run import fetch_segment_run
 from harvestman.model.errors import EXIT_FAILED, EXIT_OK, ConfigError, exit_status_of, failure_help
 from harvestman.policy.revive import check_retry_classes
 
@@ -40,7 +41,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = cli_cycle.step_config(args)
     retry = check_retry_classes(args.retry_failed or ())
     report = recrawl(args.dir, cfg, strategy=args.strategy, all_urls=args.all_urls,
-                     fetch=cli_cycle.fetch_with_display, retry=retry)
+                     fetch=fetch_segment_run, retry=retry)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2, sort_keys=True))
     else:

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import signal
 import sys
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ from harvestman.app.report import crawl_report
 from harvestman.app.seeds import check_seeds, run_verdict
 from harvestman.batch.crawldir import open_crawl_store
 from harvestman.batch.cycle import crawl_exists
+from harvestman.batch.fetch_segment import FetchedSegment, SegmentFetch
 from harvestman.batch.generate import check_score_source
 from harvestman.crawl.job import CrawlJob
 from harvestman.crawl.plugins import load_plugins, with_plugin_scorer
@@ -109,19 +111,38 @@ def revive_failures(cfg: CrawlConfig, retry: Collection[str] = ()) -> Revival:
     return revived
 
 
-class _StopOnSignal:
-    """Ctrl-C or SIGTERM: the first lets fetches in flight finish, a second abandons them (resumable)."""
+@contextmanager
+def stopped_by_signals(stop: Callable[..., None], *, say_so: bool) -> Iterator[None]:
+    """While inside: Ctrl-C or SIGTERM stops the run, the first letting fetches in flight finish, a
+    second abandoning them (resumable); `say_so` says so on the first. The handlers are put back."""
+    signals = [0]
 
-    def __init__(self, stop: Callable[..., None], quiet: bool) -> None:
-        self._stop = stop
-        self._quiet = quiet
-        self._signals = 0
-
-    def __call__(self) -> None:
-        self._signals += 1
-        self._stop(abandon=self._signals > 1)
-        if self._signals == 1 and not self._quiet:
+    def on_signal(_sig: int, _frame: object) -> None:
+        signals[0] += 1
+        stop(abandon=signals[0] > 1)
+        if signals[0] == 1 and say_so:
             say("stopping after the fetches in flight (Ctrl-C again to abandon them)")
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def fetch_segment_run(folder: Path, cfg: CrawlConfig, segment: Path) -> FetchedSegment:
+    """Fetch a segment (`harvestman fetch`, a served fetch job), with a progress display unless
+    `cfg.quiet`; Ctrl-C (or SIGTERM) stops it, resumable."""
+    run = SegmentFetch(segment, cfg)
+    with stopped_by_signals(run.stop, say_so=False):
+        run.start()
+        if cfg.quiet or cfg.log_json:
+            run.job.wait()
+        else:
+            with ProgressDisplay(run.job.stats):
+                run.job.wait()
+    return run.wait()
 
 
 def finish(cfg: CrawlConfig, stats: CrawlStats, verdict: RunVerdict) -> int:
@@ -170,10 +191,7 @@ def run_crawl(cfg: CrawlConfig, policies: Policies = NO_POLICIES, *, join: bool 
         if cfg.resume and CrawlDir.of(cfg).holds_crawl():
             revive_failures(cfg, retry_failed)
     job = CrawlJob(cfg, verdict=lambda folder: run_verdict(folder, cfg.db), join=join, policies=policies)
-    on_signal = _StopOnSignal(job.stop, cfg.quiet)
-    previous = {sig: signal.signal(sig, lambda _sig, _frame: on_signal())
-                for sig in (signal.SIGINT, signal.SIGTERM)}
-    try:
+    with stopped_by_signals(job.stop, say_so=not cfg.quiet):
         job.start()  # before the display's thread: worker processes are forked
         try:
             if cfg.quiet or cfg.log_json:
@@ -185,9 +203,6 @@ def run_crawl(cfg: CrawlConfig, policies: Policies = NO_POLICIES, *, join: bool 
             job.stop(abandon=True)
             job.wait()
             raise
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
     status = job.result()
     assert status.verdict is not None
     return finish(cfg, job.stats, status.verdict)

@@ -11,7 +11,7 @@ from typing import Any
 from harvestman.model.config import CrawlConfig, merge_settings
 from harvestman.model.errors import ConfigError
 from harvestman.net.hostkeys import HostKeys
-from harvestman.store.crawldir import SETTINGS_KEY, CrawlDir
+from harvestman.store.crawldir import SETTINGS_KEY, CrawlDir, read_settings
 from harvestman.store.frontier import Store
 
 
@@ -36,7 +36,10 @@ def open_crawl_store(folder: Path, db: str, cfg: CrawlConfig | None = None, *, c
 
 def load_config(folder: Path, db: str = "", overrides: Mapping[str, Any] | None = None) -> CrawlConfig:
     """The crawl's stored settings with `overrides` (this step's options) on top."""
-    crawl = CrawlDir(Path(folder), db)
-    open_crawl_store(folder, db, read_only=not crawl.shared).close()  # the clear error first
-    cfg, _ = merge_settings(crawl.stored_settings(), dict(overrides or {}))
+    store = open_crawl_store(folder, db, read_only=not CrawlDir(Path(folder), db).shared)
+    try:
+        stored = read_settings(store)
+    finally:
+        store.close()
+    cfg, _ = merge_settings(stored, dict(overrides or {}))
     return cfg.replace(out_dir=Path(folder), db=db, seeds=())

@@ -109,18 +109,27 @@ def resolve(href: str, base: str | None = None) -> str | None:
     return parsed.href if parsed is not None else None
 
 
+def authority_span(url: str) -> tuple[int, int] | None:
+    """Where the authority of an http(s) URL starts and ends, found as urlsplit finds it, without
+    its cost; None for another scheme, or a URL with characters urlsplit drops (tabs, CR, LF)."""
+    if not url.startswith(("http://", "https://")) or not url.isprintable():
+        return None
+    start = url.index("//") + 2
+    end = len(url)
+    for delimiter in "/?#":  # the authority ends at the first of these
+        found = url.find(delimiter, start, end)
+        if found >= 0:
+            end = found
+    return start, end
+
+
 def origin_of(url: str) -> str:
     """`scheme://authority` of a URL, as urlsplit gives them (scheme lowercased): a normalized
     http(s) URL is cut at its authority's end instead: 0.6 µs, where urlsplit (cached for 128 URLs)
     costs 2.7 µs on a URL it has not seen, as a crawl's URLs mostly are."""
-    if url.startswith(("http://", "https://")) and url.isprintable():  # urlsplit drops tabs, CR, LF
-        start = url.index("//") + 2
-        end = len(url)
-        for delimiter in "/?#":  # the authority ends at the first of these
-            found = url.find(delimiter, start, end)
-            if found >= 0:
-                end = found
-        return url[:end]
+    span = authority_span(url)
+    if span is not None:
+        return url[:span[1]]
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.netloc}"
 

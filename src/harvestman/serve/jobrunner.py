@@ -8,11 +8,8 @@ as the job's message; its exit status is the `harvestman` step's.
 
 from __future__ import annotations
 
-import signal
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from harvestman.model.errors import (
     EXIT_FAILED,
@@ -38,30 +35,15 @@ from harvestman.serve.layout import CrawlPaths, read_json
 
 
 def _fetch(folder: Path, db: str, spec: FetchJob) -> tuple[int, str]:
+    from harvestman.app.run import fetch_segment_run
     from harvestman.batch import segments
     from harvestman.batch.crawldir import load_config
-    from harvestman.batch.fetch_segment import SegmentFetch
 
     cfg = load_config(folder, db, {"quiet": True})
     path = segments.find_segment(folder, spec.segment)
     if segments.done(path, "fetched"):
         return EXIT_OK, f"segment {path.name} is fetched already"
-    run = SegmentFetch(path, cfg)
-    signals = [0]
-
-    def on_signal(_sig: int, _frame: object) -> None:  # as `harvestman fetch`: a second abandons
-        signals[0] += 1
-        run.stop(abandon=signals[0] > 1)
-
-    previous: dict[int, Callable[..., Any] | int | None] = {
-        sig: signal.signal(sig, on_signal) for sig in (signal.SIGINT, signal.SIGTERM)
-    }
-    try:
-        run.start()
-        fetched = run.wait()
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+    fetched = fetch_segment_run(folder, cfg, path)  # quiet: no display; SIGTERM stops it
     if not fetched.done:
         return EXIT_FAILED, f"fetch of segment {path.name} stopped; a fetch job goes on from there"
     pages = fetched.status.counts.fetched if fetched.status else 0

@@ -22,6 +22,7 @@ from harvestman.fetch.content import sha1_base32
 from harvestman.model import faults
 from harvestman.model.errors import StorageError
 from harvestman.model.records import FetchResult, Headers, Rendering
+from harvestman.net.urls import authority_span
 
 OPEN_SUFFIX = ".open"
 GiB = 1024 * 1024 * 1024
@@ -98,15 +99,11 @@ def _header_lines(headers: Headers) -> list[str]:
 def _split_target(uri: str) -> tuple[str, str]:
     """The authority and the origin-form path (with its query) of an absolute http(s) URI, as
     urlsplit would give them, fragment dropped; a quarter of urlsplit's cost (~4 µs a page)."""
-    if not uri.startswith(("http://", "https://")) or not uri.isprintable():  # urlsplit drops tabs, CR, LF
+    span = authority_span(uri)
+    if span is None:
         split = urlsplit(uri)
         return split.netloc, (split.path or "/") + (f"?{split.query}" if split.query else "")
-    start = uri.index("//") + 2
-    end = len(uri)
-    for delimiter in "/?#":  # the authority ends at the first of these
-        found = uri.find(delimiter, start, end)
-        if found >= 0:
-            end = found
+    start, end = span
     path, _, query = uri[end:].partition("#")[0].partition("?")
     return uri[start:end], (path or "/") + (f"?{query}" if query else "")
 
