@@ -164,9 +164,11 @@ NO_POLICIES = Policies()
 
 def _worker_main(cfg: CrawlConfig, slot: WorkerSlot, reports: Any, parent_pid: int, go: Any,
                  sinks: Sequence[SinkFactory] = (), forward: Connection | None = None,
-                 events: bool = False, pages: bool = False, policies: Policies = NO_POLICIES) -> None:
+                 events: bool = False, pages: bool = False, policies: Policies = NO_POLICIES,
+                 metrics: bool = False) -> None:
     """A worker process: once the parent has prepared the run, crawl this slot's share, reporting
-    counters (and over `forward` its `events` and `pages`, as asked) to the parent."""
+    counters (with its `metrics`, if asked; and over `forward` its `events` and `pages`, as asked)
+    to the parent."""
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what a Ctrl-C means
     # Until the crawl starts there is nothing to finish or to drop: a stop ends the worker.
@@ -178,7 +180,7 @@ def _worker_main(cfg: CrawlConfig, slot: WorkerSlot, reports: Any, parent_pid: i
     tune_for_crawling()
     outbox = _Outbox(forward) if forward is not None else None
     crawler = Crawler(cfg, worker=slot, sinks=sinks, on_event=outbox.event if outbox and events else None,
-                      scorer=policies.scorer, schedule=policies.schedule)
+                      scorer=policies.scorer, schedule=policies.schedule, metrics=metrics)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -222,7 +224,8 @@ PageCallback = Callable[[CrawledPage], None]
 
 
 class WorkerPool:
-    """Runs a prepared crawl in `count` worker processes and sums their counters into `stats`.
+    """Runs a prepared crawl in `count` worker processes and sums their counters (and `metrics`,
+    when they collect them) into `stats`.
 
     `on_event` and `on_page` get the workers' events and pages (see the module's docstring), called
     on the thread that runs `wait()`; `sinks` are built in each worker.
@@ -231,8 +234,9 @@ class WorkerPool:
     def __init__(self, cfg: CrawlConfig, count: int, stats: CrawlStats, *,
                  on_event: EventHandler | None = None, on_page: PageCallback | None = None,
                  sinks: Sequence[SinkFactory] = (), join: bool = False,
-                 policies: Policies = NO_POLICIES) -> None:
+                 policies: Policies = NO_POLICIES, metrics: bool = False) -> None:
         self.cfg = cfg
+        self.metrics = metrics  # the workers collect metrics (crawl/metrics.py), summed into `stats`
         self.policies = policies
         self.count = count
         self.join = join  # join a crawl started elsewhere: its seeds and leases are not touched
@@ -314,7 +318,7 @@ class WorkerPool:
             proc = context.Process(target=_worker_main, name=f"harvestman-worker-{i}",
                                    args=(worker_cfg, WorkerSlot(i, self.count), self._reports, os.getpid(),
                                          go, self._sinks, writer, self._on_event is not None, pages,
-                                         self.policies))
+                                         self.policies, self.metrics))
             self._procs.append(proc)
             proc.start()
             if writer is not None:

@@ -151,6 +151,7 @@ class RunSettings:
     workers: int
     quiet: bool
     log_json: bool
+    metrics_port: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -276,6 +277,9 @@ class CrawlConfig:
     segment_expiry: float = 7 * 86400.0
     quiet: bool = False
     log_json: bool = False
+    # A port on 127.0.0.1 serving the run's metrics as Prometheus text (app/metrics.py); 0: none, and
+    # no metric collected.
+    metrics_port: int = 0
     extra_headers: tuple[tuple[str, str], ...] = field(default=())
     # A PDF is parsed for its links (and text) up to this many pages, and only when it is at most
     # this many bytes: a hostile PDF costs the crawl a bounded parse (crawl/documents.py).
@@ -394,6 +398,8 @@ def _validate(cfg: CrawlConfig) -> None:
     if cfg.workers < 0 or cfg.workers > 256:
         raise ConfigError(f"workers must be between 0 (one per core) and 256, got {cfg.workers}")
     positive("per_host", cfg.per_host)
+    if not 0 <= cfg.metrics_port <= 65535:
+        raise ConfigError(f"metrics_port must be a TCP port (1-65535), or 0 for none, got {cfg.metrics_port}")
     positive("delay", cfg.delay, allow_zero=True)
     positive("retries", cfg.retries, allow_zero=True)
     positive("timeout", cfg.timeout)

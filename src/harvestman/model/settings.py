@@ -84,6 +84,9 @@ SETTINGS: tuple[Setting, ...] = (
       commands=(*BOTH, "step", "worker"), scope="run", api=False),
     _("log_json", "print every event as a JSON line", ("--log-json",), form="switch",
       commands=(*BOTH, "worker"), scope="run", api=False),
+    _("metrics_port", "serve the run's metrics (worker processes' included) as Prometheus text at "
+      "http://127.0.0.1:PORT/metrics while it runs; 0: none", ("--metrics-port",), metavar="PORT",
+      commands=(*BOTH, "worker"), scope="run", api=False),
     # ---- links
     _("follow_links", "follow links at all; `harvestman download` fetches its list only"),
     _("scope", "which links to follow: the seeds' hosts, their registrable domains, or any",
