@@ -1,0 +1,100 @@
+"""What collecting and serving metrics costs a crawl: CPU a page with --metrics-port off (the
+default) and on, crawls alternating, on bench/synthweb.py's web served by nginx on loopback.
+
+    python bench/metrics_cost.py [--hosts 4] [--pages 400] [--repeats 5] [--workers 1]
+
+Printed: for each setting, the median over `--repeats` of the CPU (user + system) of the crawl's
+processes per page, in µs, and the wall time. With the port on, a scraper reads /metrics every
+`--scrape` seconds during the crawl, as Prometheus would (its own CPU is not counted). Timings on a
+shared machine are noisy: compare medians of alternating runs. Run from the repository root.
+"""
+
+from __future__ import annotations
+
+import argparse
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.synthweb import generate_web, host_addresses  # noqa: E402
+from tests.support.crawlcheck import harvestman_cmd  # noqa: E402
+from tests.support.nginx import NginxServer, free_port  # noqa: E402
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _scraper(port: int, stop: threading.Event, every: float, scrapes: list[int]) -> None:
+    while not stop.wait(every):
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2) as reply:
+                reply.read()
+                scrapes[0] += 1
+        except OSError:
+            pass
+
+
+def crawl(seed: str, out: Path, workers: int, metrics_port: int, scrape: float) -> tuple[float, float, int]:
+    """One crawl: (CPU seconds, wall seconds, scrapes answered)."""
+    args = [seed, "--out", str(out), "--allow-net", "127.0.0.0/8", "--quiet", "--scope", "any",
+            "--workers", str(workers)]
+    if metrics_port:
+        args += ["--metrics-port", str(metrics_port)]
+    stop, scrapes = threading.Event(), [0]
+    scraper = threading.Thread(target=_scraper, args=(metrics_port, stop, scrape, scrapes), daemon=True)
+    before, started = _children_cpu(), time.monotonic()
+    if metrics_port:
+        scraper.start()
+    done = subprocess.run(harvestman_cmd("crawl", *args), capture_output=True, text=True, timeout=600)
+    wall = time.monotonic() - started
+    stop.set()
+    if done.returncode != 0:
+        raise SystemExit(f"crawl failed: {done.stderr}")
+    return _children_cpu() - before, wall, scrapes[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", type=int, default=4)
+    parser.add_argument("--pages", type=int, default=400)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--workers", type=int, default=1)
+    parser.add_argument("--scrape", type=float, default=1.0, help="seconds between scrapes")
+    opts = parser.parse_args()
+    hosts = host_addresses(opts.hosts, prefix="127.28")
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        port = free_port(hosts[0])
+        spec = generate_web(root / "web", hosts, opts.pages, port=port)
+        pages = len(spec.reachable)
+        cpu: dict[str, list[float]] = {"off": [], "on": []}
+        wall: dict[str, list[float]] = {"off": [], "on": []}
+        with NginxServer(root / "web", hosts, port, by_address=True):
+            for i in range(opts.repeats):
+                for name in ("off", "on"):
+                    metrics_port = free_port("127.0.0.1") if name == "on" else 0
+                    used, took, scrapes = crawl(spec.seeds[0], root / f"out-{name}-{i}", opts.workers,
+                                                metrics_port, opts.scrape)
+                    cpu[name].append(used)
+                    wall[name].append(took)
+                    extra = f", {scrapes} scrapes" if name == "on" else ""
+                    print(f"run {i + 1} {name:>3}: {used / pages * 1e6:7.1f} µs CPU a page, {took:5.2f} s{extra}",
+                          flush=True)
+        print(f"\n{pages} pages, {opts.hosts} hosts, --workers {opts.workers}, medians of {opts.repeats}:")
+        for name in ("off", "on"):
+            print(f"  --metrics-port {name:>3}: {statistics.median(cpu[name]) / pages * 1e6:7.1f} µs CPU a page, "
+                  f"{statistics.median(wall[name]):5.2f} s wall")
+
+
+if __name__ == "__main__":
+    main()
