@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.synthweb import generate_web, host_addresses  # noqa: E402
-from tests.support.crawlcheck import harvestman_cmd  # noqa: E402
-from tests.support.nginx import NginxServer, free_port  # noqa: E402
+from bench.synthweb import generate_web, host_addresses
+from tests.support.crawlcheck import harvestman_cmd
+from tests.support.nginx import NginxServer, free_port
 
 
 def _children_cpu() -> float:
@@ -88,11 +88,12 @@ def main() -> None:
                     cpu[name].append(used)
                     wall[name].append(took)
                     extra = f", {scrapes} scrapes" if name == "on" else ""
-                    print(f"run {i + 1} {name:>3}: {used / pages * 1e6:7.1f} µs CPU a page, {took:5.2f} s{extra}",
-                          flush=True)
+                    print(f"run {i + 1} {name:>3}: {used / pages * 1e6:7.1f} µs CPU a page, "
+                          f"{took:5.2f} s{extra}", flush=True)
         print(f"\n{pages} pages, {opts.hosts} hosts, --workers {opts.workers}, medians of {opts.repeats}:")
         for name in ("off", "on"):
-            print(f"  --metrics-port {name:>3}: {statistics.median(cpu[name]) / pages * 1e6:7.1f} µs CPU a page, "
+            per_page = statistics.median(cpu[name]) / pages * 1e6
+            print(f"  --metrics-port {name:>3}: {per_page:7.1f} µs CPU a page, "
                   f"{statistics.median(wall[name]):5.2f} s wall")
 
 

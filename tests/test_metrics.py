@@ -70,11 +70,13 @@ def test_the_exposition_parses_and_sums_worker_metrics() -> None:
     assert _value(families, latency, latency + "_bucket", le="+Inf") == 3
     assert _value(families, latency, latency + "_count") == 3
     assert _value(families, latency, latency + "_sum") == pytest.approx(70.203)
-    assert _value(families, "harvestman_host_gap_seconds", "harvestman_host_gap_seconds_bucket", le="0.5") == 1
+    gap = "harvestman_host_gap_seconds"
+    assert _value(families, gap, gap + "_bucket", le="0.5") == 1
     errors = "harvestman_fetch_errors"
     assert {s.labels["class"]: s.value for s in families[errors].samples} == {
         "http_404": 1, "robots": 1, "timeout": 1}
-    assert {s.labels["code"]: s.value for s in families["harvestman_responses"].samples} == {"2xx": 1, "4xx": 1}
+    responses = families["harvestman_responses"].samples
+    assert {s.labels["code"]: s.value for s in responses} == {"2xx": 1, "4xx": 1}
     assert _value(families, "harvestman_host_waited_seconds", host='b"x') == 30.0
     assert _value(families, "harvestman_host_pauses") == 1
 
@@ -109,8 +111,9 @@ def test_a_crawl_in_worker_processes_serves_its_metrics(tmp_path: Path) -> None:
     with served_site(tmp_path / "site", HOSTS, 20, seed=5) as spec:
         port = free_port("127.0.0.1")
         out = tmp_path / "out"
-        cmd = harvestman_cmd("crawl", *spec.seeds, "--out", str(out), "--allow-net", "127.0.0.0/8", "--quiet",
-                             "--scope", "any", "--workers", "2", "--delay", "0.1", "--metrics-port", str(port))
+        cmd = harvestman_cmd("crawl", *spec.seeds, "--out", str(out), "--allow-net", "127.0.0.0/8",
+                             "--quiet", "--scope", "any", "--workers", "2", "--delay", "0.1",
+                             "--metrics-port", str(port))
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         scrapes: list[str] = []
         deadline = time.monotonic() + 90

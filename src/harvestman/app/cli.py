@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -13,10 +14,11 @@ from harvestman import __version__
 from harvestman.app import cli_batch, cli_cycle, cli_extract, cli_features, cli_focus, cli_recrawl, cli_search
 from harvestman.app.options import CONFIG_HELP, DB_HELP, DIR_HELP, add_setting_options, given_settings
 from harvestman.app.progress import print_summary
-from harvestman.app.report import EXPORT_FORMATS, EXPORT_WHAT, crawl_report, export_records
+from harvestman.app.report import EXPORT_FORMATS, EXPORT_WHAT, STDOUT, crawl_report, export_records
 from harvestman.app.run import check_crawl_order, resumed_config, run_crawl, worker_config
 from harvestman.model.config import CrawlConfig, config_from_mapping
 from harvestman.model.errors import (
+    EXIT_CLOSED_OUTPUT,
     EXIT_FAILED,
     EXIT_IO,
     EXIT_OK,
@@ -81,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument(
         "--out", "-o", type=Path, metavar="FILE", dest="output",
-        help="write here (default: DIR/export.FORMAT, or DIR/index.cdxj for cdxj)",
+        help="write here, '-' for standard output (jsonl, cdxj) (default: DIR/export.FORMAT, or "
+             "DIR/index.cdxj for cdxj)",
     )
     export.add_argument("--output", type=Path, dest="output", help=argparse.SUPPRESS)  # the old spelling
     worker = commands.add_parser(
@@ -178,6 +181,18 @@ def run_demo(out: Path | None, quiet: bool, serve: bool = False) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `harvestman` console script."""
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # The reader of standard output went away (`| head -1`): nothing more to say to it. Standard
+        # output points at /dev/null from here on, so that Python's own flush at exit does not fail
+        # again (the recipe of Python's documentation, "Note on SIGPIPE").
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_CLOSED_OUTPUT
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -207,7 +222,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             what = "index lines" if args.format == "cdxj" else "links" if args.what == "links" else "records"
             what = "pages" if args.what == "pages" else what
             what = "documents" if args.what == "index" else what
-            print(f"{written.count} {what} written to {written.path}")
+            if written.path == STDOUT:  # standard output holds the export alone
+                print(f"harvestman: {written.count} {what} written to standard output", file=sys.stderr)
+            else:
+                print(f"{written.count} {what} written to {written.path}")
             if written.note:
                 print(f"note: {written.note}", file=sys.stderr)
             return EXIT_OK
@@ -242,6 +260,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except HarvestmanError as exc:
         print(f"harvestman: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
+    except BrokenPipeError:  # standard output closed: main() ends quietly
+        raise
     except OSError as exc:  # a file or folder named on the command line cannot be read or written
         where = f" ({exc.filename})" if exc.filename else ""
         print(f"harvestman: error: {exc.strerror or exc}{where}", file=sys.stderr)

@@ -150,6 +150,9 @@ EXIT_NETWORK = 4  # DNS, connection, timeout, or an address the guard refuses
 EXIT_TLS = 5  # TLS handshake or certificate verification
 EXIT_PROTOCOL = 7  # broken HTTP framing, redirect loops, refused redirects, undecodable bodies
 EXIT_SERVER = 8  # the server answered with an error status (4xx, 5xx)
+# Standard output closed before all was written (`harvestman export DIR --out - | head -1`): the
+# status of a command that SIGPIPE ends (128 + 13), as a shell shows it for `cat | head`.
+EXIT_CLOSED_OUTPUT = 141
 
 
 @dataclass(frozen=True, slots=True)
