@@ -19,9 +19,10 @@ from harvestman.crawl.exposition import MetricsSource, exposition
 from harvestman.crawl.metrics import LATENCY_BUCKETS, CrawlMetrics, MetricsSnapshot
 from harvestman.crawl.stats import CrawlCounts
 from harvestman.model.config import CrawlConfig
-from tests.support.crawlcheck import harvestman_cmd, run_cli
+from tests.support.crawlcheck import harvestman_cmd, run_cli, warc_responses
 from tests.support.nginx import free_port
 from tests.support.serveproc import ServeProcess, wait_for
+from tests.support.sharedcrawl import wait_for_settings
 from tests.support.sites import served_site
 
 HOSTS = [f"127.3.28.{i}" for i in (1, 2, 3)]
@@ -183,3 +184,43 @@ def test_serve_answers_metrics_for_its_crawls(tmp_path: Path) -> None:
     assert _value(families, "harvestman_processes", crawl=crawl_id) == 2
     latency = "harvestman_fetch_duration_seconds"
     assert _value(families, latency, latency + "_count", crawl=crawl_id) >= summary["pages"] > 0
+
+
+def test_a_worker_joining_a_postgres_crawl_serves_its_own_metrics(tmp_path: Path, postgres_url: str) -> None:
+    hosts = [f"127.3.31.{i}" for i in range(1, 7)]
+    with served_site(tmp_path / "site", hosts, 15, seed=8) as spec:
+        local = ["--allow-net", "127.0.0.0/8", "--workers", "1", "-q"]
+        crawl = subprocess.Popen(
+            harvestman_cmd("crawl", *spec.seeds, "--db", postgres_url, "--out", str(tmp_path / "a"),
+                           "--scope", "any", "--delay", "0.2", *local),
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            wait_for_settings(postgres_url, crawl)
+            port = free_port("127.0.0.1")
+            worker = subprocess.Popen(
+                harvestman_cmd("worker", "--db", postgres_url, "--out", str(tmp_path / "b"),
+                               "--metrics-port", str(port), *local),
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            scrapes = []
+            deadline = time.monotonic() + 120
+            while worker.poll() is None and time.monotonic() < deadline:
+                text = _scrape(port)
+                if text is not None:
+                    scrapes.append(_families(text))
+                time.sleep(0.1)
+            _, worker_err = worker.communicate(timeout=60)
+            _, crawl_err = crawl.communicate(timeout=120)
+        finally:
+            for proc in (crawl, worker):
+                if proc.poll() is None:
+                    proc.kill()
+                    proc.wait()
+    assert crawl.returncode == 0, crawl_err
+    assert worker.returncode == 0, worker_err
+    assert scrapes, "the worker was never scraped"
+    pages = [_value(f, "harvestman_pages") for f in scrapes]
+    assert pages == sorted(pages) and pages[-1] > 0  # the worker's own pages, not the crawl's
+    stored = [url for url in warc_responses(tmp_path / "b") if not url.endswith("/robots.txt")]
+    assert pages[-1] <= len(stored) < len(spec.reachable)
+    latency = "harvestman_fetch_duration_seconds"
+    assert _value(scrapes[-1], latency, latency + "_count") >= pages[-1]
