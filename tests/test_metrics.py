@@ -161,6 +161,10 @@ def test_a_taken_metrics_port_is_refused_before_the_crawl(tmp_path: Path) -> Non
     assert not (out / "crawl.db").exists()
     bad = run_cli("crawl", "http://127.3.28.9:9/", "--out", str(out), "--metrics-port", "70000")
     assert bad.returncode == 2 and "metrics_port must be a TCP port" in bad.stderr, bad.stderr
+    # The crawl cycle has no metrics (yet): said, not silently ignored.
+    rounds = run_cli("crawl", "http://127.3.28.9:9/", "--out", str(out), "--rounds", "1", "--top-n", "5",
+                     "--metrics-port", "9464")
+    assert rounds.returncode == 2 and "the crawl cycle's rounds (--rounds) have none" in rounds.stderr
 
 
 def test_serve_answers_metrics_for_its_crawls(tmp_path: Path) -> None:
