@@ -119,3 +119,22 @@ def test_search_snippets_are_highlighted_on_a_terminal_only(crawled: Path) -> No
     piped = run_cli("search", str(crawled), "orchard")
     assert piped.returncode == 0 and "\033[" not in piped.stdout and "**" not in piped.stdout
     assert "<b>" not in piped.stdout and "pages match" in piped.stdout
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_crawl_whose_log_json_reader_goes_away_stops_quietly_and_resumes(tmp_path: Path,
+                                                                           workers: str) -> None:
+    hosts = ["127.3.29.11", "127.3.29.12"]
+    out = tmp_path / "out"
+    with served_site(tmp_path / "site", hosts, 40, seed=12) as spec:
+        crawl = harvestman_cmd("crawl", *spec.seeds, "--out", str(out), "--allow-net", "127.0.0.0/8",
+                               "--scope", "any", "--delay", "0.05", "--log-json", "--workers", workers)
+        done = subprocess.run(["bash", "-o", "pipefail", "-c", " ".join(crawl) + " | head -1"],
+                              capture_output=True, text=True, timeout=120)
+        assert done.returncode == 141 and done.stderr == "", done.stderr
+        assert json.loads(done.stdout)["kind"] == "crawl_started"
+        resumed = run_cli("crawl", "--out", str(out), "--resume", "--quiet")
+        assert resumed.returncode == 0, resumed.stderr
+    status = json.loads(run_cli("status", str(out), "--json").stdout)
+    assert status["states"].get("unfetched", 0) == 0  # the resumed run fetched the rest
+    assert status["states"]["fetched"] >= len(spec.reachable) - 2 * len(hosts)  # the broken links aside

@@ -26,6 +26,7 @@ from harvestman.model.errors import (
     ConfigError,
     CrawlExistsError,
     HarvestmanError,
+    OutputClosed,
     StorageError,
 )
 from harvestman.policy.revive import check_retry_classes
@@ -183,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `harvestman` console script."""
     try:
         return _main(argv)
-    except BrokenPipeError:
+    except (BrokenPipeError, OutputClosed):
         # The reader of standard output went away (`| head -1`): nothing more to say to it. Standard
         # output points at /dev/null from here on, so that Python's own flush at exit does not fail
         # again (the recipe of Python's documentation, "Note on SIGPIPE").
@@ -247,6 +248,8 @@ def _main(argv: Sequence[str] | None) -> int:
             from harvestman.serve.server import serve  # FastAPI loads only for the server
 
             return serve(args.data, args.host, args.port, args.token, args.db)
+    except (BrokenPipeError, OutputClosed):  # standard output closed: main() ends quietly
+        raise
     except CrawlExistsError as exc:  # the library's message names settings; the command line's, flags
         print(f"harvestman: error: {exc.where} already holds a crawl; pass --resume to continue it, or "
               f"choose another --out{' or --db' if exc.in_db else ''}", file=sys.stderr)
@@ -260,8 +263,6 @@ def _main(argv: Sequence[str] | None) -> int:
     except HarvestmanError as exc:
         print(f"harvestman: error: {exc}", file=sys.stderr)
         return EXIT_FAILED
-    except BrokenPipeError:  # standard output closed: main() ends quietly
-        raise
     except OSError as exc:  # a file or folder named on the command line cannot be read or written
         where = f" ({exc.filename})" if exc.filename else ""
         print(f"harvestman: error: {exc.strerror or exc}{where}", file=sys.stderr)

@@ -24,7 +24,7 @@ from harvestman.fetch.fetcher import Fetcher
 from harvestman.fetch.partial import open_transport
 from harvestman.fetch.transport import Transport
 from harvestman.model.config import CrawlConfig
-from harvestman.model.errors import ConfigError, StorageError
+from harvestman.model.errors import ConfigError, OutputClosed, StorageError
 from harvestman.model.events import Event, EventKind
 from harvestman.model.faults import crash_point
 from harvestman.model.records import (
@@ -151,7 +151,7 @@ class Crawler:
         self._wake = asyncio.Event()
         out = self._make_output_folder()
         frontier = self._frontier or self.open_frontier()
-        journal = RunJournal(out, sys.stdout if cfg.log_json else None)
+        journal = RunJournal(out, sys.stdout if cfg.log_json else None, on_closed=self.stop)
         self._listeners.insert(0, journal.event)
         transport = self._transport or open_transport(cfg.fetch)
         try:
@@ -175,6 +175,9 @@ class Crawler:
                 self._listeners.remove(journal.event)
         if self._fatal is not None:
             raise self._fatal
+        if journal.output_closed:
+            raise OutputClosed(f"standard output was closed: the crawl stopped ({cfg.out_dir}; --resume "
+                               "continues it)")
         return self.stats
 
     async def _run_chain(self, out: Path, seeds: list[str], frontier: Store, journal: RunJournal,

@@ -48,7 +48,7 @@ from harvestman.crawl.ledger import EventHandler
 from harvestman.crawl.sinks import SinkFactory
 from harvestman.crawl.stats import CrawlCounts, CrawlStats, WorkerSlot, finished_message
 from harvestman.model.config import CrawlConfig
-from harvestman.model.errors import HarvestmanError
+from harvestman.model.errors import HarvestmanError, OutputClosed
 from harvestman.model.events import Event, EventKind
 from harvestman.model.records import CrawledPage
 from harvestman.policy.ordering import LinkScorer
@@ -108,10 +108,12 @@ class WorkerReport:
     counts: CrawlCounts
     finished: bool = False
     error: str = ""  # why the worker could not go on (a full disk, say)
+    output_closed: bool = False  # it stopped because standard output was closed (`--log-json | head`)
 
 
-def _report(index: int, stats: CrawlStats, *, finished: bool = False, error: str = "") -> WorkerReport:
-    return WorkerReport(index, stats.snapshot(), finished, error)
+def _report(index: int, stats: CrawlStats, *, finished: bool = False, error: str = "",
+            output_closed: bool = False) -> WorkerReport:
+    return WorkerReport(index, stats.snapshot(), finished, error, output_closed)
 
 
 class _Outbox:
@@ -209,15 +211,18 @@ def _worker_main(cfg: CrawlConfig, slot: WorkerSlot, reports: Any, parent_pid: i
                 task.cancel()
 
     error = ""
+    closed = False
     try:
         asyncio.run(main())
+    except OutputClosed:
+        closed = True
     except HarvestmanError as exc:
         error = str(exc)
     finally:
         if outbox is not None:
             with contextlib.suppress(OSError):  # the parent is gone: nobody to tell
                 outbox.send()
-    reports.put(_report(slot.index, crawler.stats, finished=True, error=error))
+    reports.put(_report(slot.index, crawler.stats, finished=True, error=error, output_closed=closed))
 
 
 PageCallback = Callable[[CrawledPage], None]
@@ -391,6 +396,7 @@ class WorkerPool:
         cfg = self.cfg
         latest: dict[int, WorkerReport] = {}
         errors: list[str] = []
+        closed = False  # a worker's standard output was closed: the others stop too, and the run ends so
         sampled = 0.0
         failed_at: float | None = None
         while any(proc.is_alive() for proc in self._procs) or not reports.empty() or self._inbox:
@@ -405,6 +411,9 @@ class WorkerPool:
                     latest[report.index] = report
                     if report.error:
                         errors.append(f"worker {report.index}: {report.error}")
+                    if report.output_closed and not closed:
+                        closed = True
+                        self.stop()
             for i, proc in enumerate(self._procs):
                 code = proc.exitcode
                 said = any(e.startswith((f"worker {i}:", f"worker {i} ")) for e in errors)
@@ -428,6 +437,9 @@ class WorkerPool:
         if errors:
             raise HarvestmanError("; ".join(errors) + f" (the crawl stopped; --resume continues it: "
                                   f"{cfg.out_dir})")
+        if closed:
+            raise OutputClosed(f"standard output was closed: the crawl stopped ({cfg.out_dir}; --resume "
+                               "continues it)")
 
     def _sum(self, reports: Iterable[WorkerReport], queued: int) -> None:
         self.stats.show(CrawlCounts.total((r.counts for r in reports), queued))

@@ -47,6 +47,11 @@ class StorageError(HarvestmanError):
     """Writing WARC files or other output failed."""
 
 
+class OutputClosed(HarvestmanError):
+    """Standard output was closed by its reader (`--log-json | head -1`): the run stopped, resumable;
+    the command ends quietly (EXIT_CLOSED_OUTPUT), as one that SIGPIPE ends."""
+
+
 class FetchError(HarvestmanError):
     """A fetch failed; `error_class` is the short, stable name recorded in the crawl database."""
 
