@@ -19,6 +19,7 @@ LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 WAIT_BUCKETS = (0.01, 0.05, 0.1, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0)
 # The hosts whose waits are shown by name: the crawl may know 100,000 hosts, a scrape names a few.
 TOP_HOSTS = 20
+MAX_STARTS = 10_000  # hosts whose last fetch start is kept before those beyond every bucket are dropped
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,6 +146,10 @@ class CrawlMetrics:
         the spacing politeness (delay, Crawl-delay, fetches per host) gives the host."""
         last = self._last_start.get(host)
         self._last_start[host] = now
+        if last is None and len(self._last_start) > MAX_STARTS:
+            # Memory bounded on a crawl of many hosts: only the gap of a host idle beyond every bucket
+            # (a +Inf observation) goes uncounted.
+            self._last_start = {h: t for h, t in self._last_start.items() if now - t <= WAIT_BUCKETS[-1]}
         if last is not None:
             gap = now - last
             self._gap[bisect.bisect_left(WAIT_BUCKETS, gap)] += 1
