@@ -192,11 +192,13 @@ def test_serve_answers_metrics_for_its_crawls(tmp_path: Path) -> None:
 
 def test_a_worker_joining_a_postgres_crawl_serves_its_own_metrics(tmp_path: Path, postgres_url: str) -> None:
     hosts = [f"127.3.31.{i}" for i in range(1, 7)]
-    with served_site(tmp_path / "site", hosts, 15, seed=8) as spec:
+    # Each host's pages 0.5 s apart: the crawl lasts ~10 s, and the worker, joining once it has
+    # started, takes its share of the hosts' turns (both machines lease whatever host is ready).
+    with served_site(tmp_path / "site", hosts, 20, seed=8) as spec:
         local = ["--allow-net", "127.0.0.0/8", "--workers", "1", "-q"]
         crawl = subprocess.Popen(
             harvestman_cmd("crawl", *spec.seeds, "--db", postgres_url, "--out", str(tmp_path / "a"),
-                           "--scope", "any", "--delay", "0.2", *local),
+                           "--scope", "any", "--delay", "0.5", *local),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             wait_for_settings(postgres_url, crawl)
