@@ -113,6 +113,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8844, help="port to listen on (default 8844)")
     serve.add_argument("--token", help="the access token (default: $HARVESTMAN_TOKEN, else ROOT/token)")
+    serve.add_argument("--allow-net", action="append", default=[], metavar="CIDR",
+                       help="what the Firecrawl-shaped /v1 endpoints may fetch in this private or loopback "
+                            "range (repeatable; default: public addresses only)")
+    serve.add_argument("--resolve", action="append", default=[], metavar="HOST:PORT:ADDR",
+                       help="pin a host name to an address for the /v1 endpoints' fetches (repeatable)")
     return parser
 
 
@@ -228,7 +233,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             from harvestman.serve.server import serve  # FastAPI loads only for the server
 
-            return serve(args.data, args.host, args.port, args.token, args.db)
+            return serve(args.data, args.host, args.port, args.token, args.db,
+                             allow_net=tuple(args.allow_net), resolve=tuple(args.resolve))
     except CrawlExistsError as exc:  # the library's message names settings; the command line's, flags
         print(f"harvestman: error: {exc.where} already holds a crawl; pass --resume to continue it, or "
               f"choose another --out{' or --db' if exc.in_db else ''}", file=sys.stderr)
