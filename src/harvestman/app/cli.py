@@ -73,11 +73,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="urls: one record per URL; links: one row per link of each fetched HTML page "
              "(from_url, to_url, anchor, kind, nofollow); pages: one row per HTML page with its "
              "features (harvestman features DIR, or a crawl with --features); renders: one row per "
-             "page rendered in a browser (its DOM and screenshot records in the WARC files, jsonl)",
+             "page rendered in a browser (its DOM and screenshot records in the WARC files, jsonl); "
+             "markdown: one row per HTML page as Markdown and one per chunk (FILE-chunks), with the "
+             "WARC record each came from",
     )
     export.add_argument(
         "--format", choices=EXPORT_FORMATS, default="jsonl",
         help="jsonl or parquet: one record per URL; cdxj: an index of the WARC files for replay tools (pywb)",
+    )
+    export.add_argument(
+        "--chunk-size", type=int, metavar="N",
+        help="--what markdown: characters a chunk holds at most (default 2000; chunks break at "
+             "headings, then paragraphs; 0: no chunks file)",
     )
     export.add_argument(
         "--out", "-o", type=Path, metavar="FILE", dest="output",
@@ -208,12 +215,15 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print_summary(report)
             return EXIT_OK
         if args.command == "export":
-            written = export_records(args.dir, args.format, args.output, args.db, what=args.what)
+            written = export_records(args.dir, args.format, args.output, args.db, what=args.what,
+                                     chunk_size=args.chunk_size)
             what = "index lines" if args.format == "cdxj" else "links" if args.what == "links" else "records"
-            what = "pages" if args.what == "pages" else what
+            what = "pages" if args.what in ("pages", "markdown") else what
             what = "documents" if args.what == "index" else what
             print(f"{written.count} {what} written to {written.path}")
-            if written.note:
+            if written.note and args.what == "markdown":
+                print(written.note)  # where the chunks went: part of the result, not a warning
+            elif written.note:
                 print(f"note: {written.note}", file=sys.stderr)
             return EXIT_OK
         if args.command == "demo":
