@@ -88,6 +88,8 @@ def test_scrape_returns_markdown_html_links_and_metadata(app: Any, site: Site) -
     assert meta["title"] == "Page A" and meta["description"] == "About Page A"
     assert meta["statusCode"] == 200 and meta["sourceURL"] == f"{site.base}/docs/a.html"
     assert meta["language"] == "en"
+    whole = app.scrape_url(f"{site.base}/docs/a.html", only_main_content=False)
+    assert "Home" in whole.markdown and "# Page A" in whole.markdown and "tracker" not in whole.markdown
 
 
 def test_scrape_refuses_what_the_server_may_not_reach_and_what_it_cannot_do(

@@ -146,29 +146,35 @@ def base_url(tree: LexborHTMLParser, url: str) -> str:
     return urljoin(url, href) if href else url
 
 
-def _converted(html: str, base: str) -> str:
-    from html_to_markdown import ConversionOptions, convert  # imported here: Markdown is opt-in
+def _converted(html: str, base: str, *, whole: bool = False) -> str:
+    from html_to_markdown import ConversionOptions, PreprocessingOptions, convert  # Markdown is opt-in
 
+    # `whole`: the converter's own removal of navigation and forms is off too.
+    cleaning = PreprocessingOptions(remove_navigation=False, remove_forms=False) if whole else None
     options = ConversionOptions(base_url=base, extract_metadata=False, heading_style="atx",
                                 code_block_style="backticks", inline_data_media="alt_text_only",
-                                autolinks=False)
+                                autolinks=False, preprocessing=cleaning)
     return str(convert(html, options).content).strip() + "\n"
 
 
-def _markdown_of(tree: LexborHTMLParser, url: str) -> str:
+def _markdown_of(tree: LexborHTMLParser, url: str, *, main_only: bool = True) -> str:
     base = base_url(tree, url)
-    main = content_element(tree)
+    if main_only:
+        main = content_element(tree)
+    else:  # the whole body, navigation and footers included; scripts and styles are never content
+        tree.strip_tags(_INVISIBLE)
+        main = tree.body if tree.body is not None else tree.root
     if main is None:
         return ""
     _tidy(main)
-    markdown = _converted(main.html or "", base)
+    markdown = _converted(main.html or "", base, whole=not main_only)
     return "" if not markdown.strip() else markdown
 
 
-def page_markdown(html: str, url: str) -> str:
-    """The Markdown of one page's main content, relative links resolved against `url` (and the
-    page's `<base href>`); '' for a page with no content."""
-    return _markdown_of(_tree(html[:MAX_HTML]), url)
+def page_markdown(html: str, url: str, *, main_only: bool = True) -> str:
+    """The Markdown of one page's main content (of its whole body without `main_only`), relative
+    links resolved against `url` (and the page's `<base href>`); '' for a page with no content."""
+    return _markdown_of(_tree(html[:MAX_HTML]), url, main_only=main_only)
 
 
 def _title(tree: LexborHTMLParser) -> str:

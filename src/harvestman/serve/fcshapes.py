@@ -274,7 +274,7 @@ def document(page: PageSource, options: ScrapeOptions) -> dict[str, Any]:
     if "markdown" in options.formats:
         from harvestman.index.markdown import page_markdown
 
-        doc["markdown"] = page_markdown(page.text, page.url)
+        doc["markdown"] = page_markdown(page.text, page.url, main_only=options.only_main_content)
     if "html" in options.formats:
         doc["html"] = _clean_html(page.text)
     if "rawHtml" in options.formats:
