@@ -76,11 +76,18 @@ def build_parser() -> argparse.ArgumentParser:
         help="urls: one record per URL; links: one row per link of each fetched HTML page "
              "(from_url, to_url, anchor, kind, nofollow); pages: one row per HTML page with its "
              "features (harvestman features DIR, or a crawl with --features); renders: one row per "
-             "page rendered in a browser (its DOM and screenshot records in the WARC files, jsonl)",
+             "page rendered in a browser (its DOM and screenshot records in the WARC files, jsonl); "
+             "markdown: one row per HTML page as Markdown and one per chunk (FILE-chunks), with the "
+             "WARC record each came from",
     )
     export.add_argument(
         "--format", choices=EXPORT_FORMATS, default="jsonl",
         help="jsonl or parquet: one record per URL; cdxj: an index of the WARC files for replay tools (pywb)",
+    )
+    export.add_argument(
+        "--chunk-size", type=int, metavar="N",
+        help="--what markdown: characters a chunk holds at most (default 2000; chunks break at "
+             "headings, then paragraphs; 0: no chunks file)",
     )
     export.add_argument(
         "--out", "-o", type=Path, metavar="FILE", dest="output",
@@ -117,6 +124,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8844, help="port to listen on (default 8844)")
     serve.add_argument("--token", help="the access token (default: $HARVESTMAN_TOKEN, else ROOT/token)")
+    serve.add_argument("--allow-net", action="append", default=[], metavar="CIDR",
+                       help="what the Firecrawl-shaped /v1 endpoints may fetch in this private or loopback "
+                            "range (repeatable; default: public addresses only)")
+    serve.add_argument("--resolve", action="append", default=[], metavar="HOST:PORT:ADDR",
+                       help="pin a host name to an address for the /v1 endpoints' fetches (repeatable)")
     return parser
 
 
@@ -219,15 +231,18 @@ def _main(argv: Sequence[str] | None) -> int:
                 print_summary(report)
             return EXIT_OK
         if args.command == "export":
-            written = export_records(args.dir, args.format, args.output, args.db, what=args.what)
+            written = export_records(args.dir, args.format, args.output, args.db, what=args.what,
+                                     chunk_size=args.chunk_size)
             what = "index lines" if args.format == "cdxj" else "links" if args.what == "links" else "records"
-            what = "pages" if args.what == "pages" else what
+            what = "pages" if args.what in ("pages", "markdown") else what
             what = "documents" if args.what == "index" else what
             if written.path == STDOUT:  # standard output holds the export alone
                 print(f"harvestman: {written.count} {what} written to standard output", file=sys.stderr)
             else:
                 print(f"{written.count} {what} written to {written.path}")
-            if written.note:
+            if written.note and args.what == "markdown":
+                print(written.note)  # where the chunks went: part of the result, not a warning
+            elif written.note:
                 print(f"note: {written.note}", file=sys.stderr)
             return EXIT_OK
         if args.command == "demo":
@@ -247,7 +262,8 @@ def _main(argv: Sequence[str] | None) -> int:
         if args.command == "serve":
             from harvestman.serve.server import serve  # FastAPI loads only for the server
 
-            return serve(args.data, args.host, args.port, args.token, args.db)
+            return serve(args.data, args.host, args.port, args.token, args.db,
+                         allow_net=tuple(args.allow_net), resolve=tuple(args.resolve))
     except (BrokenPipeError, OutputClosed):  # standard output closed: main() ends quietly
         raise
     except CrawlExistsError as exc:  # the library's message names settings; the command line's, flags

@@ -27,6 +27,7 @@ EXPORT_WHAT += ("pages",)  # one row per HTML page with its features (index/page
 EXPORT_FORMATS += ("opensearch", "solr")  # --what index: bulk files for search servers (index/export.py)
 EXPORT_WHAT += ("index",)  # the search index's documents
 EXPORT_WHAT += ("renders",)  # one row per page rendered in a browser (store/warc_renders.py)
+EXPORT_WHAT += ("markdown",)  # one row per HTML page as Markdown, one per chunk (index/markdown_files.py)
 STDOUT = Path("-")  # `--out -`: the export's lines go to standard output
 _TIME_FIELDS = ("fetch_time", "next_fetch_time")  # epoch seconds in the database; 0 means never
 
@@ -157,17 +158,23 @@ def _lines_to(path: Path) -> Iterator[TextIO]:
 
 
 def export_records(folder: Path, fmt: str, output: Path | None = None, db: str = "", *,
-                   what: str = "urls") -> Exported:
+                   what: str = "urls", chunk_size: int | None = None) -> Exported:
     """Write one record per URL (`what="urls"`) or one row per link of each fetched HTML page
     (`"links"`) as JSON lines or Parquet, or a CDXJ index of the WARC files; JSON lines and CDXJ
-    to standard output when `output` is STDOUT."""
+    to standard output when `output` is STDOUT; `chunk_size`: the markdown export's (characters a
+    chunk; 0 no chunks)."""
     if fmt not in EXPORT_FORMATS:
         raise ConfigError(f"unknown export format {fmt!r}: use {', '.join(EXPORT_FORMATS)}")
     if what not in EXPORT_WHAT:
         raise ConfigError(f"unknown export {what!r}: use {', '.join(EXPORT_WHAT)}")
-    if output == STDOUT and (fmt not in ("jsonl", "cdxj") or what == "index"):
-        raise ConfigError(f"--format {fmt}{' --what index' if what == 'index' else ''} is written to "
-                          "files: name one with --out (only jsonl and cdxj go to standard output)")
+    if output == STDOUT and (fmt not in ("jsonl", "cdxj") or what in ("index", "markdown")):
+        kind = f" --what {what}" if what in ("index", "markdown") else ""
+        raise ConfigError(f"--format {fmt}{kind} is written to files: name one with --out (only jsonl "
+                          "and cdxj of urls, links and pages go to standard output)")
+    if chunk_size is not None and what != "markdown":
+        raise ConfigError("--chunk-size is the Markdown export's: give it with --what markdown")
+    if what == "markdown":
+        return _export_markdown(folder, fmt, output, chunk_size)
     if what == "index" or fmt in ("opensearch", "solr"):
         return _export_index(folder, fmt, output, what)
     if what == "pages":
@@ -246,6 +253,22 @@ def _export_renders(folder: Path, path: Path) -> Exported:
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
             count += 1
     return Exported(path, count)
+
+
+def _export_markdown(folder: Path, fmt: str, output: Path | None, chunk_size: int | None) -> Exported:
+    """One row per HTML page as Markdown and one per chunk, with provenance (index/markdown_files.py)."""
+    from harvestman.index.markdown import DEFAULT_CHUNK_SIZE
+    from harvestman.index.markdown_files import MARKDOWN_FORMATS, chunks_path, crawl_pages, write_markdown
+
+    if fmt not in MARKDOWN_FORMATS:
+        raise ConfigError(f"--what markdown is written as {' or '.join(MARKDOWN_FORMATS)}, not {fmt}")
+    size = DEFAULT_CHUNK_SIZE if chunk_size is None else chunk_size
+    if size < 0:
+        raise ConfigError(f"--chunk-size must be 0 (no chunks) or more characters, not {size}")
+    path = output or Path(folder) / f"markdown.{fmt}"
+    pages, chunks = write_markdown(crawl_pages(Path(folder)), path, fmt, size)
+    note = f"{chunks} chunks of at most {size} characters written to {chunks_path(path)}" if size else ""
+    return Exported(path, pages, note)
 
 
 def _export_pages(folder: Path, fmt: str, path: Path) -> Exported:

@@ -36,7 +36,7 @@ from harvestman.crawl.page_step import (
 from harvestman.crawl.plugins import load_plugins, with_plugin_scorer
 from harvestman.crawl.recrawl import RecrawlCheck
 from harvestman.crawl.robots_gate import RobotsGate
-from harvestman.crawl.sinks import PageFeaturer, SinkFactory, SinkPipeline, features_stage
+from harvestman.crawl.sinks import PageFeaturer, SinkFactory, SinkPipeline, features_stage, markdown_stage
 from harvestman.crawl.sitemap_queue import SitemapQueue
 from harvestman.crawl.steps import (
     Deliver,
@@ -164,6 +164,8 @@ def assemble(config: CrawlConfig, *, scorer: LinkScorer | None = None, schedule:
     if config.features:
         featurer, store_features = features_stage()
         factories += (store_features,)
+    if config.markdown:
+        factories += (markdown_stage(config.markdown_chunk_size),)
     keys = HostKeys(config.host_key, config.resolve)
     timed = schedule_for(config.links, schedule)
     recrawl = RecrawlCheck(config.recrawl_strategy, config.extra_headers, timeout=config.timeout,

@@ -31,6 +31,7 @@ from harvestman.model.records import (
     CrawledPage,
     LeasedUrl,
     UrlState,
+    WarcPlace,
 )
 from harvestman.model.sync import iterate_in_thread
 from harvestman.policy.ordering import LinkScorer
@@ -365,9 +366,9 @@ class Crawler:
             # "ip" host keys: the new links' hosts resolved before their NewUrls are keyed.
             await self._keys.prepare(page.hosts)
             plan = chain.page.plan(page, self._commit.known, time.time())
-            self._settle(page, plan, run)
+            stored = self._settle(page, plan, run)
             if plan.deliver and chain.delivers:
-                await self._deliver(page, chain)
+                await self._deliver(page, chain, stored)
         except StorageError as exc:
             # Nothing can be stored (a full disk, say): stop, leaving this URL and those in flight
             # leased, so that --resume fetches them once the cause is mended.
@@ -378,18 +379,21 @@ class Crawler:
         finally:
             self.stats.busy_hosts.discard(host)
 
-    def _settle(self, page: Fetched, plan: PagePlan, run: _Run) -> None:
-        """Do what the page step planned: count, store, queue for the commit, account."""
+    def _settle(self, page: Fetched, plan: PagePlan, run: _Run) -> WarcPlace | None:
+        """Do what the page step planned: count, store, queue for the commit, account; where the
+        response record went, if it was stored."""
         self.stats.bytes += plan.wire_bytes
+        stored = None
         for effect in run.chain.effects:
-            effect(page, plan)
+            stored = effect(page, plan) or stored
         self._commit.add_plan(plan)
         crash_point("fetched-before-commit")  # crash tests: stored in the WARC, not yet committed
         self._ledger.account(plan.decision, page.result, page.leased, run.place.frontier, run.journal)
+        return stored
 
-    async def _deliver(self, fetched: Fetched, chain: Chain) -> None:
+    async def _deliver(self, fetched: Fetched, chain: Chain, stored: WarcPlace | None) -> None:
         """Hand a kept page to the features and sinks, in order, then to the run's on_page."""
-        page = fetched.page()
+        page = fetched.page(stored)
         for step in chain.deliver:
             page = step(page)
         if chain.on_page is not None:

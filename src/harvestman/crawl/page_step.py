@@ -34,6 +34,7 @@ from harvestman.model.records import (
     StopCondition,
     UrlRecord,
     UrlState,
+    WarcPlace,
 )
 from harvestman.policy.focus import Focus
 from harvestman.policy.ordering import LinkScorer, link_scores, opic_shares, ranked_urls
@@ -69,9 +70,9 @@ class Fetched:
     hosts: Mapping[str, str]  # followed links (normalized, in scope) -> host
     follow: Mapping[str, tuple[str, str] | None]  # link as found -> (normalized, host)
 
-    def page(self) -> CrawledPage:
-        """The page as sinks, scorers and `on_page` see it."""
-        return CrawledPage(self.result, self.parsed, self.leased.depth, tuple(self.hosts))
+    def page(self, warc: WarcPlace | None = None) -> CrawledPage:
+        """The page as sinks, scorers and `on_page` see it (`warc`: where its response was stored)."""
+        return CrawledPage(self.result, self.parsed, self.leased.depth, tuple(self.hosts), warc=warc)
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ keeps every response, retried ones too, written before the commit the crash-safe
 
 from __future__ import annotations
 
+import functools
 import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -58,6 +59,17 @@ def features_stage() -> tuple[PageFeaturer, SinkFactory]:
     """The page featurer and the sink that stores features, for a crawl with `features` on."""
     module = importlib.import_module(FEATURES_MODULE)
     return module.page_features, module.FeatureSink
+
+
+# Where `markdown` (--markdown) finds its sink, loaded by name for the same reasons.
+MARKDOWN_MODULE = "harvestman.index.markdown_sink"
+
+
+def markdown_stage(chunk_size: int) -> SinkFactory:
+    """The sink that writes each page's Markdown and chunks, for a crawl with `markdown` on."""
+    module = importlib.import_module(MARKDOWN_MODULE)
+    # A partial of a module-level class: it pickles into a spawned worker.
+    return functools.partial(module.MarkdownSink, chunk_size)
 
 
 class SinkPipeline:

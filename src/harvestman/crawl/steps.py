@@ -34,6 +34,7 @@ from harvestman.model.records import (
     LeasedUrl,
     NewUrl,
     UrlRecord,
+    WarcPlace,
 )
 from harvestman.net.hostkeys import HostKeys
 from harvestman.policy.scope import Scope, UrlRefiner, followed_links
@@ -254,9 +255,10 @@ Parse = Callable[[LeasedUrl, FetchResult, Ticket], Fetched]
 
 
 class Effect(Protocol):
-    """Something a planned page leaves behind, in this process or on disk."""
+    """Something a planned page leaves behind, in this process or on disk; the WARC's tells where
+    it stored the response (the delivered page carries it), the others None."""
 
-    def __call__(self, page: Fetched, plan: PagePlan) -> None: ...
+    def __call__(self, page: Fetched, plan: PagePlan) -> WarcPlace | None: ...
 
 
 class WarcRecord:
@@ -266,10 +268,11 @@ class WarcRecord:
         self._warc = warc
         self._sent = (("User-Agent", user_agent), ("Accept", "*/*"), ("Accept-Encoding", ACCEPT_ENCODING))
 
-    def __call__(self, page: Fetched, plan: PagePlan) -> None:
+    def __call__(self, page: Fetched, plan: PagePlan) -> WarcPlace | None:
         if plan.store:
-            self._warc.write(page.result, (*self._sent, *page.ticket.headers), list(page.hosts),
-                             plan.decision.outcome.signature)
+            return self._warc.write(page.result, (*self._sent, *page.ticket.headers), list(page.hosts),
+                                    plan.decision.outcome.signature)
+        return None
 
 
 class SitemapIntake:
@@ -281,6 +284,7 @@ class SitemapIntake:
     def __call__(self, page: Fetched, plan: PagePlan) -> None:
         if isinstance(page.parsed, SitemapPage):
             self._queue.take(page.parsed, page.hosts)
+        return None
 
 
 Deliver = Callable[[CrawledPage], CrawledPage]  # a step a kept page passes through, in order

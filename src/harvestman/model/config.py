@@ -170,6 +170,8 @@ class ExtensionSettings:
 
     plugins: tuple[str, ...]
     features: bool  # each HTML page's features (text, sentences, n-grams...: index/features.py)
+    markdown: bool  # each HTML page's main content as Markdown, with provenance (index/markdown.py)
+    markdown_chunk_size: int  # characters a chunk of that Markdown holds at most; 0: no chunks
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,6 +303,11 @@ class CrawlConfig:
     # index/features.py) into DIR/features/; off by default, as they cost ~3.7 ms of CPU a page
     # (bench/feature_costs.py).
     features: bool = False
+    # Each HTML page's main content as Markdown with its provenance, and in chunks of at most
+    # markdown_chunk_size characters, into DIR/markdown/; off by default, as it costs ~1-4 ms of CPU a
+    # page (bench/markdown_quality.py). `harvestman export DIR --what markdown` does it afterwards.
+    markdown: bool = False
+    markdown_chunk_size: int = 2_000
     # How a re-fetch is checked ("conditional", "size", "sitemap", "full"; crawl/recrawl.py): set by
     # `harvestman recrawl` for its segment; '' (the default crawl) costs nothing per page.
     recrawl_strategy: str = ""
@@ -445,6 +452,7 @@ def _validate(cfg: CrawlConfig) -> None:
         raise ConfigError("user_agent must not be empty")
     positive("pdf_max_pages", cfg.pdf_max_pages)
     positive("pdf_max_bytes", cfg.pdf_max_bytes)
+    positive("markdown_chunk_size", cfg.markdown_chunk_size, allow_zero=True)
     for name in cfg.plugins:
         if not name.strip():
             raise ConfigError("plugins: a plugin name must not be empty")

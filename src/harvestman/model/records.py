@@ -248,6 +248,16 @@ class PageFeatures:
 
 
 @dataclass(frozen=True, slots=True)
+class WarcPlace:
+    """Where a page's response record went: what a reader needs to find it again (provenance)."""
+
+    file: str  # the WARC file's path once finished (without `.open`)
+    offset: int  # of the response record's gzip member in the file
+    record_id: str  # its WARC-Record-ID ('<urn:uuid:...>')
+    date: str  # its WARC-Date (the fetch's start, UTC, microseconds)
+
+
+@dataclass(frozen=True, slots=True)
 class CrawledPage:
     """A page as the crawler hands it to library users: the fetch result and what was parsed."""
 
@@ -256,6 +266,7 @@ class CrawledPage:
     depth: int
     outlinks: tuple[str, ...] = ()  # normalized, in-scope links queued from this page
     features: PageFeatures | None = None  # an HTML page's features, when the crawl has `features` on
+    warc: WarcPlace | None = None  # where its response record is in the crawl's WARC files
 
 
 @dataclass(frozen=True, slots=True)

@@ -178,6 +178,11 @@ SETTINGS: tuple[Setting, ...] = (
     _("features", "compute each HTML page's features (text, sentences, n-grams, language...) into "
       "DIR/features/ (costs CPU a page; `harvestman features DIR` does it afterwards)",
       ("--features",), form="switch"),
+    _("markdown", "write each HTML page's main content as Markdown, whole and in chunks, with the "
+      "WARC record it came from, to DIR/markdown/ (costs CPU a page; `harvestman export DIR --what "
+      "markdown` does it afterwards)", ("--markdown",), form="switch", commands=(*BOTH, "step")),
+    _("markdown_chunk_size", "characters a chunk of a page's Markdown holds at most (--markdown); "
+      "0: no chunks", ("--markdown-chunk-size",), commands=(*BOTH, "step")),
     # ---- rendering
     _("render", "render pages in Chromium: never, auto (pages whose HTML looks like an application "
       "shell), always (every HTML page)", ("--render",), choices=RENDER_MODES),

@@ -16,6 +16,7 @@ from harvestman.model.errors import ConfigError, HarvestmanError, QueryError, St
 from harvestman.serve.api import Services, api_router
 from harvestman.serve.auth import CSRF_COOKIE, SESSION_COOKIE, Auth, csrf_ok, new_csrf
 from harvestman.serve.crawls import CrawlBusy, CrawlManager, UnknownCrawl
+from harvestman.serve.firecrawl import Firecrawl, firecrawl_router
 from harvestman.serve.jobs import UnknownJob
 from harvestman.serve.layout import CrawlPaths
 from harvestman.serve.limits import MAX_BODY, BodyLimit
@@ -35,13 +36,16 @@ def _error(status: int, detail: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"detail": detail, **extra}, status_code=status)
 
 
-def create_app(root: Path, token: str, db: str = "", *, max_body: int = MAX_BODY) -> FastAPI:
-    """The application serving the crawls under `root` (kept in PostgreSQL at `db` when given)."""
+def create_app(root: Path, token: str, db: str = "", *, max_body: int = MAX_BODY,
+               allow_net: tuple[str, ...] = (), resolve: tuple[str, ...] = ()) -> FastAPI:
+    """The application serving the crawls under `root` (kept in PostgreSQL at `db` when given);
+    the Firecrawl-shaped /v1 endpoints fetch within `allow_net` (besides public addresses)."""
     auth = Auth(token)
     services = Services(CrawlManager(Path(root), db))
     app = FastAPI(title="harvestman", summary="Start, watch and search crawls.", version="1")
     app.state.services = services
     app.include_router(api_router(services, auth))
+    app.include_router(firecrawl_router(Firecrawl(services.manager, allow_net, resolve), auth))
     _add_error_handlers(app)
     _add_pages(app, auth)
     _add_metrics(app, auth, services.manager)

@@ -21,7 +21,7 @@ from urllib.parse import quote, urlsplit
 from harvestman.fetch.content import sha1_base32
 from harvestman.model import faults
 from harvestman.model.errors import StorageError
-from harvestman.model.records import FetchResult, Headers, Rendering
+from harvestman.model.records import FetchResult, Headers, Rendering, WarcPlace
 from harvestman.net.urls import authority_span
 
 OPEN_SUFFIX = ".open"
@@ -223,11 +223,13 @@ class WarcWriter:
         return self._record(fields, (_WARCINFO,))
 
     def _build(self, result: FetchResult, request_headers: Headers, outlinks: Sequence[str],
-               payload_digest: str) -> bytes:
+               payload_digest: str) -> tuple[bytes, str, str]:
+        """The fetch's records, its response record's id and its WARC-Date."""
         uri = result.final_url or result.url
         response_id, request_id, metadata_id = _record_ids(3)
+        date = _warc_date(result.started_at or time.time())
         # Fields every record of this fetch shares, after its type and id.
-        common = f"WARC-Date: {_warc_date(result.started_at or time.time())}\r\n"
+        common = f"WARC-Date: {date}\r\n"
         common += f"WARC-Target-URI: {_uri_field(uri)}\r\n"
         if result.remote_addr:
             common += f"WARC-IP-Address: {_clean(result.remote_addr)}\r\n"
@@ -306,7 +308,7 @@ class WarcWriter:
             f"WARC-Block-Digest: {digest}\r\n",
         ]
         parts.append(self._record(fields, (payload,)))
-        return b"".join(parts)
+        return b"".join(parts), response_id, date
 
     def _rendered(self, rendering: Rendering, uri: str, common: str, response_id: str) -> list[bytes]:
         """The rendered DOM (a conversion record) and the screenshot (a resource record) of a page a
@@ -344,19 +346,25 @@ class WarcWriter:
     # -- files -----------------------------------------------------------------------------------
 
     def write(self, result: FetchResult, request_headers: Headers, outlinks: Sequence[str],
-              payload_digest: str = "") -> None:
-        """Append one fetch: response (when there was one), request and metadata records.
+              payload_digest: str = "") -> WarcPlace | None:
+        """Append one fetch: response (when there was one), request and metadata records; where the
+        response record went (None when there was no response).
 
         `payload_digest`: the body's `sha1_base32`, when the caller has it already.
         """
-        data = self._build(result, request_headers, outlinks, payload_digest)
+        data, response_id, date = self._build(result, request_headers, outlinks, payload_digest)
         with self._lock:
             if self._fd >= 0 and self._records_in_file and self._size + len(data) > self.max_bytes:
                 self._finish()
             if self._fd < 0:
                 self._start()
+            offset, path = self._size, self._path
             self._append(data)
             self._records_in_file += 1
+        if not result.status or path is None:
+            return None
+        # The response is the fetch's first record; the file is named as it will be once finished.
+        return WarcPlace(str(path)[: -len(OPEN_SUFFIX)], offset, response_id, date)
 
     def _start(self) -> None:
         stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S%f")

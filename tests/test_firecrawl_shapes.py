@@ -1,0 +1,109 @@
+"""Firecrawl's v1 request shapes translated to harvestman's settings (serve/fcshapes.py), without a server."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from harvestman.model.config import config_from_mapping
+from harvestman.policy.scope import Scope
+from harvestman.serve.fcshapes import (
+    ShapeError,
+    crawl_request,
+    crawl_status,
+    expires_at,
+    map_request,
+    scrape_options,
+)
+
+START = "http://site.test/docs/guide/index.html"
+
+
+def _scope(body: dict[str, object]) -> Scope:
+    url, settings, _ = crawl_request({"url": START, **body}, ())
+    config_from_mapping(settings)  # every translated setting is one harvestman takes
+    return Scope([url], str(settings["scope"]), settings.get("include", ()), settings.get("exclude", ()))  # type: ignore[arg-type]
+
+
+def test_by_default_only_pages_below_the_start_path_on_its_host() -> None:
+    scope = _scope({})
+    assert scope.allows("http://site.test/docs/guide/a.html")
+    assert scope.allows("http://site.test/docs/guide/deep/b.html?x=1")
+    assert not scope.allows("http://site.test/docs/other.html")
+    assert not scope.allows("http://site.test/docs/guidebook.html")
+    assert not scope.allows("http://other.test/docs/guide/a.html")
+    assert _scope({"allowBackwardLinks": True}).allows("http://site.test/blog/x.html")
+    assert _scope({"crawlEntireDomain": True}).allows("http://site.test/")
+
+
+def test_paths_are_matched_against_the_path_as_firecrawl_does() -> None:
+    scope = _scope({"allowBackwardLinks": True, "includePaths": ["^/docs/"], "excludePaths": ["private"]})
+    assert scope.allows("http://site.test/docs/a.html")
+    assert not scope.allows("http://site.test/blog/docs/a.html")  # anchored at the path's start
+    assert not scope.allows("http://site.test/docs/private/a.html")
+    assert not scope.allows("http://site.test/")
+    full = _scope({"allowBackwardLinks": True, "includePaths": [r"^https?://site\.test/docs"],
+                   "regexOnFullURL": True})
+    assert full.allows("http://site.test/docs/x") and not full.allows("http://site.test/blog")
+
+
+def test_max_depth_counts_path_segments_beyond_the_start() -> None:
+    scope = _scope({"maxDepth": 1})
+    assert scope.allows("http://site.test/docs/guide/a.html")  # 3 segments: start's 2 + 1
+    assert not scope.allows("http://site.test/docs/guide/deep/b.html")
+
+
+def test_limits_scope_and_politeness_settings() -> None:
+    _, settings, options = crawl_request(
+        {"url": START, "limit": 7, "maxDiscoveryDepth": 2, "allowExternalLinks": True, "delay": 1.5,
+         "maxConcurrency": 4, "ignoreSitemap": True,
+         "scrapeOptions": {"formats": ["links", "html"], "onlyMainContent": False, "headers": {"X-A": "1"}}},
+        ("10.0.0.0/8",),
+    )
+    assert settings["max_pages"] == 7 and settings["max_depth"] == 2 and settings["scope"] == "any"
+    assert settings["delay"] == 1.5 and settings["concurrency"] == 4 and settings["sitemaps"] == "off"
+    assert settings["allow_net"] == ["10.0.0.0/8"] and settings["extra_headers"] == {"X-A": "1"}
+    assert options.formats == ("links", "html") and not options.only_main_content
+
+
+def test_the_request_never_says_what_the_server_may_reach() -> None:
+    with pytest.raises(ShapeError, match="allow_net"):
+        crawl_request({"url": START, "allow_net": ["0.0.0.0/0"]}, ())
+    _, settings, _ = crawl_request({"url": START}, ())
+    assert settings["allow_net"] == []
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    ({"url": START, "webhook": "http://hook/"}, "webhook"),
+    ({"url": START, "limit": 0}, "limit"),
+    ({"url": START, "limit": "ten"}, "limit"),
+    ({"url": START, "includePaths": ["("]}, "regex"),
+    ({"url": START, "delay": -1}, "delay"),
+    ({"url": START, "scrapeOptions": {"formats": [{"type": "json"}]}}, "json"),
+    ({"url": START, "actions": []}, "actions"),
+    ({"url": "javascript:alert(1)"}, "url"),
+    ([], "object"),
+])
+def test_bad_requests_are_refused_with_their_reason(body: object, said: str) -> None:
+    with pytest.raises(ShapeError, match=re.escape(said)):
+        crawl_request(body, ())
+
+
+def test_scrape_and_map_options() -> None:
+    assert scrape_options({"url": START}).formats == ("markdown",)
+    with pytest.raises(ShapeError, match="screenshot"):
+        scrape_options({"url": START, "formats": ["screenshot"]})
+    with pytest.raises(ShapeError, match="includeTags"):
+        scrape_options({"url": START, "includeTags": ["p"]})
+    scrape_options({"url": START, "origin": "python-sdk", "timeout": 30000})  # client bookkeeping: taken
+    asked = map_request({"url": START, "search": " guide ", "limit": 3, "includeSubdomains": True})
+    assert (asked.search, asked.limit, asked.subdomains, asked.use_sitemap) == ("guide", 3, True, True)
+    with pytest.raises(ShapeError, match="at most"):
+        map_request({"url": START, "limit": 10**6})
+
+
+def test_states_and_expiry() -> None:
+    assert [crawl_status(s) for s in ("running", "stopping", "finished", "failed", "stopped")] == [
+        "scraping", "scraping", "completed", "failed", "cancelled"]
+    assert expires_at(0) == "1970-01-02T00:00:00Z"
