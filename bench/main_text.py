@@ -56,8 +56,16 @@ def _text(node: object) -> str:
 
 
 def _structured(node: object) -> str:
-    """The words of the definition lists, tables and code blocks inside the truth element."""
-    return " ".join(_text(n) for n in node.css("dl, table, pre"))  # type: ignore[attr-defined]
+    """The words of the definition lists, tables and code blocks inside the truth element (the
+    outermost ones: a list nested in a list is counted once)."""
+    outer = []
+    for found in node.css("dl, table, pre"):  # type: ignore[attr-defined]
+        parent = found.parent
+        while parent is not None and parent.tag not in ("dl", "table", "pre"):
+            parent = parent.parent
+        if parent is None:
+            outer.append(_text(found))
+    return " ".join(outer)
 
 
 def sphinx(pages: int) -> Iterator[tuple[str, str, str]]:

@@ -8,11 +8,18 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 _INVISIBLE = ["script", "style", "noscript", "template", "svg"]
-# Chrome that repeats on every page of a site says nothing about one page: navigation and page furniture.
-_CHROME = "nav, header, footer, aside, [role=navigation], [role=banner], [role=contentinfo], [role=search]"
+# Furniture that says nothing about the page, left out even inside its marked content: navigation
+# (HTML5, ARIA, DocBook's header and footer bars, Sphinx's related bar and sidebar) and comment threads.
+# Measured by bench/main_text.py against the content element of each generator.
+FURNITURE = ("nav, aside, [role=navigation], [role=search], [role=complementary], div.navheader,"
+             " div.navfooter, div.related, div.sphinxsidebar, #comments, .comments-area")
+# Chrome around a page that marks no content element: the site's header, footer and sidebar (a page
+# that marks its content may hold its own <header> with its title in it).
+_CHROME = ("header, footer, [role=banner], [role=contentinfo], div#footer, div.footer, div.sidebar,"
+           " .related-posts")
 # Where a page says where its own content is (HTML5 main, ARIA main, article; Sphinx's div.body).
 _MAIN = ("main", "[role=main]", "article")
 _HEADINGS = "h1, h2, h3, h4, h5, h6"
@@ -43,6 +50,15 @@ def _noindex(tree: LexborHTMLParser) -> bool:
     return False
 
 
+def marked_content(tree: LexborHTMLParser) -> LexborNode | None:
+    """The element a page marks as its content (main, role=main, article), None when it marks none."""
+    for selector in _MAIN:
+        main = tree.css_first(selector)
+        if main is not None:
+            return main
+    return None
+
+
 def page_text(html: str | bytes) -> PageText:
     """Title, headings and main text of an HTML page (the main element when the page marks one, else
     the body without navigation, header, footer and asides)."""
@@ -51,18 +67,15 @@ def page_text(html: str | bytes) -> PageText:
     title = _collapse(title_node.text(deep=True)) if title_node is not None else ""
     noindex = _noindex(tree)
     tree.strip_tags(_INVISIBLE)
-    main = None
-    for selector in _MAIN:
-        main = tree.css_first(selector)
-        if main is not None:
-            break
+    main = marked_content(tree)
+    chrome = FURNITURE
     if main is None:
         main = tree.body if tree.body is not None else tree.root
-        if main is not None:
-            for node in main.css(_CHROME):
-                node.decompose()
+        chrome = f"{FURNITURE}, {_CHROME}"
     if main is None:
         return PageText(title, "", "", noindex)
+    for node in main.css(chrome):
+        node.decompose()
     headings = "\n".join(filter(None, (_collapse(h.text(deep=True)) for h in main.css(_HEADINGS))))
     text = _collapse(main.text(separator=" "))[:MAX_TEXT]
     if not title:

@@ -10,7 +10,7 @@ from harvestman.model.errors import ConfigError, StorageError
 INDEX_FOLDER = "searchindex"  # DIR/searchindex: the tantivy index and the indexer's bookkeeping
 STATE_FILE = "indexed.sqlite"  # per URL what was indexed (a digest of its inputs), for incremental runs
 # Bumped when what a document holds changes (extraction, fields): every page is then indexed again.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 # The fields a query searches when it names none, with their weights in the BM25 sum. A title or an
 # anchor text says what a page is about in a few words, so a word there counts more than in the text.
 FIELD_BOOSTS: dict[str, float] = {"title": 4.0, "headings": 2.0, "anchor": 2.0, "url": 1.5, "text": 1.0}
