@@ -1,4 +1,5 @@
-"""The searchable parts of an HTML page: title, headings, main text, and whether it may be indexed.
+"""The searchable parts of an HTML page: title, headings, defined terms, main text, and whether it may
+be indexed.
 
 Small on purpose: the page features of index/features.py (boilerplate-free text) may replace it.
 """
@@ -23,6 +24,14 @@ _CHROME = ("header, footer, [role=banner], [role=contentinfo], div#footer, div.f
 # Where a page says where its own content is (HTML5 main, ARIA main, article; Sphinx's div.body).
 _MAIN = ("main", "[role=main]", "article")
 _HEADINGS = "h1, h2, h3, h4, h5, h6"
+MAX_DEFINED = 2_000  # defined terms kept a page
+MAX_TERM_WORDS = 5  # a <dt> of more words is a sentence, not a term
+_PARENS = re.compile(r"\([^()]*\)")
+_ACRONYM = re.compile(r"\(([A-Z][A-Z0-9]+)\)")  # "Write-ahead log (WAL)": WAL names it too
+# An API's entry: "class int(x=0)", "time.sleep(secs)", "shared_buffers (integer)": its last name.
+_NAME = re.compile(r"(?:(?:class|exception|async|await|abstractmethod|classmethod|staticmethod|property|"
+                   r"method|function|attribute|data)\s+)*([A-Za-z_][\w.]*)\s*$")
+_KEY_WORD = re.compile(r"[a-z0-9]+")
 _SPACE = re.compile(r"\s+")
 MAX_TEXT = 200_000  # characters of main text kept a page: a huge page's tail adds little and costs much
 
@@ -33,6 +42,7 @@ class PageText:
 
     title: str
     headings: str  # the h1..h6 texts, one a line
+    defines: tuple[str, ...]  # the terms the page defines (its <dt>s: a glossary's, an API's names), as keys
     text: str  # the visible main text, whitespace collapsed
     noindex: bool  # meta robots noindex / none: the page asks to stay out of indexes
 
@@ -48,6 +58,39 @@ def _noindex(tree: LexborHTMLParser) -> bool:
             if tokens & {"noindex", "none"}:
                 return True
     return False
+
+
+def term_key(text: str) -> str:
+    """The form a term is matched in: lower-case words of letters and digits, one space between."""
+    return " ".join(_KEY_WORD.findall(text.lower()))
+
+
+def _defined_terms(main: LexborNode) -> tuple[str, ...]:
+    """The keys of the terms a page's definition lists define: each <dt> of at most a few words (its
+    parenthesized asides left out, an acronym in parentheses as a second name), and an API entry's
+    last name (time.sleep(secs): sleep). A <dt> that is only a link (a table of contents) defines
+    nothing here."""
+    keys: dict[str, None] = {}
+    for dt in main.css("dt"):
+        text = _collapse(dt.text(deep=True))
+        if not text or len(keys) >= MAX_DEFINED:
+            continue
+        links = " ".join(_collapse(a.text(deep=True)) for a in dt.css("a"))
+        if links.strip(" ¶#") and links == text:
+            continue
+        bare = text.split("→", 1)[0]  # "→ int": what a function returns
+        while (shorter := _PARENS.sub(" ", bare)) != bare:  # f(x=g()): the inner ones first
+            bare = shorter
+        bare = _collapse(bare).strip(" ¶#")
+        found = _NAME.match(bare)
+        names = [bare, *_ACRONYM.findall(text)]
+        if found and (last := found.group(1).rsplit(".", 1)[-1]) != bare:
+            names.append(last)
+        for name in names:
+            key = term_key(name)
+            if key and len(key.split()) <= MAX_TERM_WORDS:
+                keys.setdefault(key, None)
+    return tuple(keys)
 
 
 def marked_content(tree: LexborHTMLParser) -> LexborNode | None:
@@ -73,12 +116,13 @@ def page_text(html: str | bytes) -> PageText:
         main = tree.body if tree.body is not None else tree.root
         chrome = f"{FURNITURE}, {_CHROME}"
     if main is None:
-        return PageText(title, "", "", noindex)
+        return PageText(title, "", (), "", noindex)
     for node in main.css(chrome):
         node.decompose()
     headings = "\n".join(filter(None, (_collapse(h.text(deep=True)) for h in main.css(_HEADINGS))))
+    defines = _defined_terms(main)
     text = _collapse(main.text(separator=" "))[:MAX_TEXT]
     if not title:
         first = headings.split("\n", 1)[0]
         title = first
-    return PageText(title, headings, text, noindex)
+    return PageText(title, headings, defines, text, noindex)
