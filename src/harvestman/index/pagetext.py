@@ -32,6 +32,10 @@ _ACRONYM = re.compile(r"\(([A-Z][A-Z0-9]+)\)")  # "Write-ahead log (WAL)": WAL n
 _NAME = re.compile(r"(?:(?:class|exception|async|await|abstractmethod|classmethod|staticmethod|property|"
                    r"method|function|attribute|data)\s+)*([A-Za-z_][\w.]*)\s*$")
 _KEY_WORD = re.compile(r"[a-z0-9]+")
+# An API entry's last name is kept apart from the terms a page defines in words (a glossary's
+# "generator" is what "what is a generator" asks for; collections.abc.Generator less so): its key
+# starts with this mark.
+API_MARK = "."
 _SPACE = re.compile(r"\s+")
 MAX_TEXT = 200_000  # characters of main text kept a page: a huge page's tail adds little and costs much
 
@@ -68,8 +72,8 @@ def term_key(text: str) -> str:
 def _defined_terms(main: LexborNode) -> tuple[str, ...]:
     """The keys of the terms a page's definition lists define: each <dt> of at most a few words (its
     parenthesized asides left out, an acronym in parentheses as a second name), and an API entry's
-    last name (time.sleep(secs): sleep). A <dt> that is only a link (a table of contents) defines
-    nothing here."""
+    last name marked with API_MARK (time.sleep(secs): .sleep). A <dt> that is only a link (a table of
+    contents) defines nothing here."""
     keys: dict[str, None] = {}
     for dt in main.css("dt"):
         text = _collapse(dt.text(deep=True))
@@ -85,11 +89,11 @@ def _defined_terms(main: LexborNode) -> tuple[str, ...]:
         found = _NAME.match(bare)
         names = [bare, *_ACRONYM.findall(text)]
         if found and (last := found.group(1).rsplit(".", 1)[-1]) != bare:
-            names.append(last)
+            names.append(API_MARK + last)
         for name in names:
             key = term_key(name)
             if key and len(key.split()) <= MAX_TERM_WORDS:
-                keys.setdefault(key, None)
+                keys.setdefault(API_MARK + key if name.startswith(API_MARK) else key, None)
     return tuple(keys)
 
 

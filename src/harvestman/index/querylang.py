@@ -18,9 +18,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harvestman.index.pagetext import term_key
+from harvestman.index.pagetext import API_MARK, term_key
 from harvestman.index.schema import (
     ALL_FIELD,
+    API_NAME_BOOST,
     DEFAULT_BOOSTS,
     DEFINES_BOOST,
     DEFINES_FIELD,
@@ -345,8 +346,9 @@ class QueryBuilder:
                 credits.append(tantivy.Query.boost_query(near, PROXIMITY_BOOST))
         subject = [w for w in words if w.lower() not in STOP_WORDS] or words
         for key in _subject_keys(subject):
-            query = tantivy.Query.term_query(self._schema, DEFINES_FIELD, key)
-            credits.append(tantivy.Query.boost_query(query, DEFINES_BOOST))
+            for term, boost in ((key, DEFINES_BOOST), (API_MARK + key, API_NAME_BOOST)):
+                query = tantivy.Query.term_query(self._schema, DEFINES_FIELD, term)
+                credits.append(tantivy.Query.boost_query(query, boost))
         return credits
 
     def _build(self, node: Node) -> tuple[Any, bool]:

@@ -33,6 +33,7 @@ _STEMMED = ("title", "headings", "text", "anchor")
 # names. DEFINES_BOOST weighs a page defining the whole question's subject.
 DEFINES_FIELD = "defines"
 DEFINES_BOOST = 2.0
+API_NAME_BOOST = 1.0  # a page whose API has a function or class of the subject's name (time.sleep)
 
 
 def index_path(folder: Path) -> Path:
