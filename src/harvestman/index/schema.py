@@ -54,7 +54,7 @@ def build_schema() -> Any:
     for name in _STEMMED:
         builder.add_text_field(name, stored=True, tokenizer_name="en_stem")
     builder.add_text_field(ALL_FIELD, stored=False, tokenizer_name="en_stem")
-    builder.add_text_field(DEFINES_FIELD, stored=True, tokenizer_name="raw", index_option="freq")
+    builder.add_text_field(DEFINES_FIELD, stored=False, tokenizer_name="raw", index_option="freq")
     builder.add_text_field("signature", stored=True, tokenizer_name="raw", index_option="basic")
     return builder.build()
 
