@@ -26,6 +26,7 @@ _MAIN = ("main", "[role=main]", "article")
 _HEADINGS = "h1, h2, h3, h4, h5, h6"
 MAX_DEFINED = 2_000  # defined terms kept a page
 MAX_TERM_WORDS = 5  # a <dt> of more words is a sentence, not a term
+MAX_TERM_CHARS = 400  # longer <dt>s are not read (an API's signature with its parameters fits)
 _PARENS = re.compile(r"\([^()]*\)")
 _ACRONYM = re.compile(r"\(([A-Z][A-Z0-9]+)\)")  # "Write-ahead log (WAL)": WAL names it too
 # An API's entry: "class int(x=0)", "time.sleep(secs)", "shared_buffers (integer)": its last name.
@@ -69,23 +70,39 @@ def term_key(text: str) -> str:
     return " ".join(_KEY_WORD.findall(text.lower()))
 
 
+def _contents_entries(main: LexborNode) -> set[int]:
+    """The <dt>s (their mem_id) that are a link to another page and nothing else: a table of
+    contents' entries. One query for the links in <dt>s, not one a <dt>: most have none, or only a
+    link to themselves (#)."""
+    found: set[int] = set()
+    for link in main.css("dt a[href]"):
+        if (link.attributes.get("href") or "#").startswith("#"):
+            continue
+        dt = link.parent
+        while dt is not None and dt.tag != "dt":
+            dt = dt.parent
+        if dt is not None and " ".join(dt.text(deep=True).split()) == " ".join(link.text(deep=True).split()):
+            found.add(dt.mem_id)
+    return found
+
+
 def _defined_terms(main: LexborNode) -> tuple[str, ...]:
     """The keys of the terms a page's definition lists define: each <dt> of at most a few words (its
     parenthesized asides left out, an acronym in parentheses as a second name), and an API entry's
     last name marked with API_MARK (time.sleep(secs): .sleep). A <dt> that is only a link (a table of
     contents) defines nothing here."""
     keys: dict[str, None] = {}
+    contents = _contents_entries(main)
     for dt in main.css("dt"):
-        text = _collapse(dt.text(deep=True))
-        if not text or len(keys) >= MAX_DEFINED:
-            continue
-        links = " ".join(_collapse(a.text(deep=True)) for a in dt.css("a"))
-        if links.strip(" ¶#") and links == text:
+        if len(keys) >= MAX_DEFINED:
+            break
+        text = " ".join(dt.text(deep=True).split())
+        if not text or len(text) > MAX_TERM_CHARS or dt.mem_id in contents:
             continue
         bare = text.split("→", 1)[0]  # "→ int": what a function returns
-        while (shorter := _PARENS.sub(" ", bare)) != bare:  # f(x=g()): the inner ones first
+        while "(" in bare and (shorter := _PARENS.sub(" ", bare)) != bare:  # f(x=g()): inner ones first
             bare = shorter
-        bare = _collapse(bare).strip(" ¶#")
+        bare = " ".join(bare.split()).strip(" ¶#")
         found = _NAME.match(bare)
         names = [bare, *_ACRONYM.findall(text)]
         if found and (last := found.group(1).rsplit(".", 1)[-1]) != bare:
