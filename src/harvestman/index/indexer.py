@@ -1,8 +1,9 @@
 """`harvestman index`: the full-text index of a crawl's fetched pages, kept up to date incrementally.
 
-A page's document holds its title, headings, main text (read from its last HTML 200 response in the
-WARC files, the one being written included), URL, host, category (DIR/features/pages.parquet, when
-written) and the anchor texts of the links to it (from the crawl database's link graph). Per URL the
+A page's document holds its title, headings, defined terms (its <dt>s), main text (read from its last
+HTML 200 response in the WARC files, the one being written included), URL, host, category
+(DIR/features/pages.parquet, when written) and the anchor texts of the links to it (from the crawl
+database's link graph), and all of these in one field the default search scores. Per URL the
 indexer keeps a digest of those inputs (content signature, anchors, category), once its response was
 read: a run replaces only the pages whose digest changed or that were never read (fetched while the
 last run ran, their record not yet stored), removes those that are gone, duplicates, redirects or
@@ -20,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from harvestman.index.pagetext import page_text
-from harvestman.index.schema import SCHEMA_VERSION, STATE_FILE, index_path, open_index
+from harvestman.index.schema import ALL_FIELD, ALL_REPEATS, SCHEMA_VERSION, STATE_FILE, index_path, open_index
 from harvestman.model.errors import ConfigError, StorageError
 from harvestman.model.records import UrlRecord, UrlState
 from harvestman.net.urls import host_of
@@ -54,6 +55,7 @@ class PageDocument:
     url: str
     title: str
     headings: str
+    defines: tuple[str, ...]
     text: str
     anchors: tuple[str, ...]
     category: str
@@ -133,9 +135,14 @@ def to_tantivy(doc: PageDocument) -> Any:
     """A tantivy document of a page."""
     import tantivy
 
+    # One value per part of `all`: tantivy leaves a position between values, so a phrase does not
+    # run from the title's last word into the next part.
+    everything = [*[doc.title] * ALL_REPEATS["title"], *[doc.headings] * ALL_REPEATS["headings"], doc.url,
+                  *doc.anchors, doc.text]
     return tantivy.Document(id=doc.url, url=doc.url, host=site_keys(doc.url), category=doc.category,
-                            title=doc.title, headings=doc.headings, text=doc.text,
-                            anchor=list(doc.anchors), signature=doc.signature)
+                            title=doc.title, headings=doc.headings, defines=list(doc.defines), text=doc.text,
+                            anchor=list(doc.anchors), signature=doc.signature,
+                            **{ALL_FIELD: [p for p in everything if p]})
 
 
 def page_document(url: str, body: bytes | str, *, anchors: tuple[str, ...] = (), category: str = "",
@@ -144,8 +151,8 @@ def page_document(url: str, body: bytes | str, *, anchors: tuple[str, ...] = (),
     text = page_text(body)
     if text.noindex:
         return None
-    return PageDocument(url, text.title or fallback_title, text.headings, text.text, anchors, category,
-                        signature)
+    return PageDocument(url, text.title or fallback_title, text.headings, text.defines, text.text, anchors,
+                        category, signature)
 
 
 class _State:

@@ -18,7 +18,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from harvestman.index.schema import FIELD_BOOSTS, RAW_FIELDS
+from harvestman.index.pagetext import API_MARK, term_key
+from harvestman.index.schema import (
+    ALL_FIELD,
+    API_NAME_BOOST,
+    DEFAULT_BOOSTS,
+    DEFINES_BOOST,
+    DEFINES_FIELD,
+    FIELD_BOOSTS,
+    RAW_FIELDS,
+)
 from harvestman.model.errors import QueryError
 
 # A prefix expands to the indexed words it starts; more than this many in one field is refused (and
@@ -26,6 +35,18 @@ from harvestman.model.errors import QueryError
 MAX_PREFIX_TERMS = 1000
 QUERY_FIELDS = (*FIELD_BOOSTS, *RAW_FIELDS)
 OPERATORS = ("AND", "OR", "NOT")
+# Words that say how a question is asked, not what it is about ("what is the GIL"): a query's plain
+# words among them are left out when it has others, so they neither find pages nor rank them. Inside
+# a "phrase" they stay, and they count in the proximity credit below.
+STOP_WORDS = frozenset((
+    "a", "an", "and", "are", "as", "at", "be", "but", "by", "can", "could", "did", "do", "does", "for",
+    "how", "i", "if", "in", "into", "is", "it", "its", "me", "mean", "means", "my", "of", "on", "or",
+    "should", "that", "the", "their", "then", "there", "these", "they", "this", "to", "vs", "was",
+    "what", "when", "where", "which", "who", "why", "will", "with", "would", "you", "your"))
+# Pages holding a query's plain words near each other, in its order, rank higher: a sloppy phrase of
+# them (stop words included) scores on top of the words. Measured in bench/search_relevance.py.
+PROXIMITY_SLOP = 3
+PROXIMITY_BOOST = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -292,13 +313,43 @@ class QueryBuilder:
         self._searcher = searcher
         self._schema = index.schema
         self._fields = [f for f in fields if f in FIELD_BOOSTS]  # searched when a clause names none
+        # Every default field: a clause naming none is scored in the `all` field (schema.py).
+        self._combined = set(self._fields) == set(FIELD_BOOSTS)
 
     def build(self, tree: Node) -> Any:
-        """The tantivy query of a tree parse_query returned (one that finds something)."""
-        query, negated = self._build(tree)
+        """The tantivy query of a tree parse_query returned (one that finds something), ranked with
+        the credits of `_credits` on top of what it matches."""
+        import tantivy
+
+        plain = _plain_words(tree)
+        query, negated = self._build(without_stop_words(tree))
         if negated:  # parse_query refuses these; a hand-made tree may not
             raise QueryError("a query that only leaves pages out finds nothing")
-        return query
+        credits = self._credits(plain) if self._combined else []
+        if not credits:
+            return query
+        return _boolean([(tantivy.Occur.Must, query), *((tantivy.Occur.Should, c) for c in credits)])
+
+    def _credits(self, words: list[str]) -> list[Any]:
+        """Scores for the query's plain words (what a user types as a question) beyond each word's:
+        the words near each other, and the page defining the subject they name."""
+        import tantivy
+
+        credits = []
+        if len(words) >= 2:
+            phrase = '"' + " ".join(w.replace("\\", " ") for w in words) + f'"~{PROXIMITY_SLOP}'
+            try:
+                near = self._index.parse_query(phrase, [ALL_FIELD])
+            except ValueError:  # a word of only punctuation to the tokenizer: no proximity to credit
+                near = None
+            if near is not None:
+                credits.append(tantivy.Query.boost_query(near, PROXIMITY_BOOST))
+        subject = [w for w in words if w.lower() not in STOP_WORDS] or words
+        for key in _subject_keys(subject):
+            for term, boost in ((key, DEFINES_BOOST), (API_MARK + key, API_NAME_BOOST)):
+                query = tantivy.Query.term_query(self._schema, DEFINES_FIELD, term)
+                credits.append(tantivy.Query.boost_query(query, boost))
+        return credits
 
     def _build(self, node: Node) -> tuple[Any, bool]:
         """(query, negated): a negated clause's query matches the pages it leaves out."""
@@ -341,11 +392,14 @@ class QueryBuilder:
         if field in RAW_FIELDS:
             return tantivy.Query.term_query(self._schema, field, text)
         fields = self._fields_of(field)
+        boosts = {f: FIELD_BOOSTS[f] for f in fields}
+        if field is None and self._combined:
+            fields, boosts = list(DEFAULT_BOOSTS), DEFAULT_BOOSTS
         # tantivy's parser is used only to tokenize a quoted phrase the index's way; a backslash is
         # its escape inside quotes, and only punctuation to the tokenizer, so it becomes a space.
         quoted = '"' + text.replace("\\", " ") + '"'
         try:
-            return self._index.parse_query(quoted, fields, field_boosts={f: FIELD_BOOSTS[f] for f in fields})
+            return self._index.parse_query(quoted, fields, field_boosts=boosts)
         except ValueError as exc:
             raise QueryError(f"bad query word {text!r}: {exc}") from None
 
@@ -368,6 +422,40 @@ class QueryBuilder:
         if not clauses:
             return tantivy.Query.empty_query()
         return _boolean([(tantivy.Occur.Should, q) for q in clauses])
+
+
+def _is_plain(node: Node) -> bool:
+    return isinstance(node, Word) and node.field is None and not node.prefix
+
+
+def _plain_words(tree: Node) -> list[str]:
+    """The words a query holds side by side at its top, naming no field, in order: `what is the GIL`
+    gives four, `python -lists` one, `a OR b` and `"a b"` none (the user said how to match them)."""
+    items = tree.clauses if isinstance(tree, Clauses) else (tree,)
+    return [item.text for item in items if isinstance(item, Word) and _is_plain(item)]
+
+
+def without_stop_words(tree: Node) -> Node:
+    """The tree without its top-level plain stop words, when it holds other words to find pages by."""
+    if not isinstance(tree, Clauses):
+        return tree
+    kept = tuple(c for c in tree.clauses if not (_is_plain(c) and isinstance(c, Word)
+                                                 and c.text.lower() in STOP_WORDS))
+    if not kept or all(excludes(c) for c in kept):
+        return tree
+    return kept[0] if len(kept) == 1 else Clauses(kept)
+
+
+def _subject_keys(words: list[str]) -> list[str]:
+    """The forms of a query's subject a defined term is looked up by: its words (`duck typing`),
+    run together (`deep copy`: deepcopy), the last one without a plural s (`f-strings`: f string)."""
+    key = term_key(" ".join(words))
+    if not key:
+        return []
+    keys = {key: None, key.replace(" ", ""): None}
+    if key.endswith("s") and not key.endswith("ss") and len(key.rsplit(" ", 1)[-1]) > 3:
+        keys[key[:-1]] = None
+    return list(keys)
 
 
 def _boolean(clauses: list[tuple[Any, Any]]) -> Any:

@@ -88,7 +88,9 @@ class SearchIndex:
             found = self._searcher.search(full, limit, count=True)
         except ValueError as exc:
             raise QueryError(f"bad query {query!r}: {exc}") from None
-        snippets = tantivy.SnippetGenerator.create(self._searcher, parsed, self._schema, "text")
+        # The words are marked where the text holds them: the ranking's query scores them in `all`.
+        marked = self.parse(query, ("text",))
+        snippets = tantivy.SnippetGenerator.create(self._searcher, marked, self._schema, "text")
         snippets.set_max_num_chars(SNIPPET_CHARS)
         hits = []
         for score, address in found.hits:
