@@ -13,7 +13,7 @@ import threading
 import time
 import types
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote, urlsplit
@@ -165,6 +165,18 @@ except ImportError:  # no wheel for this platform: zlib, at its fastest reasonab
 # ~60 µs is gzip, ~30 µs the SHA-1 digests (the body is hashed twice: payload and block) and ~5 µs the
 # write. warcio still reads every record written here, digests checked, in tests/test_warc.py.
 
+NativeFetch = Callable[[FetchResult, Headers, Sequence[str], str, int, tuple[str, str, str] | None],
+                       bytes | None]
+_native_fetch: NativeFetch | None = None
+try:  # the optional native core (native/build.py): the same bytes, built in one call
+    from harvestman import _native
+except ImportError:  # not built (pip install never builds it): the records are built in Python
+    pass
+else:
+    if getattr(_native, "ABI", None) == 1:  # a stale build of another interface is left unused
+        _native.configure(_deflate.compress, {s.value: s.phrase for s in http.HTTPStatus})
+        _native_fetch = _native.warc_fetch
+
 
 class WarcWriter:
     """Writes fetches to rotating `.warc.gz` files; every record is one gzip member written at once."""
@@ -224,9 +236,24 @@ class WarcWriter:
 
     def _build(self, result: FetchResult, request_headers: Headers, outlinks: Sequence[str],
                payload_digest: str) -> tuple[bytes, str, str]:
-        """The fetch's records, its response record's id and its WARC-Date."""
-        uri = result.final_url or result.url
+        """The fetch's records, gzipped; its response record's id and its WARC-Date."""
         response_id, request_id, metadata_id = _record_ids(3)
+        ids = (response_id, request_id, metadata_id)
+        date = _warc_date(result.started_at or time.time())
+        if _native_fetch is not None:
+            # The native core returns None for what it leaves to Python (a rendered page, a URI
+            # not plain ASCII, a header outside Latin-1, a record over _ONE_SHOT_MAX).
+            data = _native_fetch(result, request_headers, outlinks, payload_digest, self.compress_level, ids)
+            if data is not None:
+                return data, ids[0], date
+        return self._build_python(result, request_headers, outlinks, payload_digest, ids), ids[0], date
+
+    def _build_python(self, result: FetchResult, request_headers: Headers, outlinks: Sequence[str],
+                      payload_digest: str, ids: tuple[str, str, str] | None = None) -> bytes:
+        """The records of one fetch in Python, `ids` (response, request, metadata) fresh when None:
+        the reference the native core's output is compared with."""
+        uri = result.final_url or result.url
+        response_id, request_id, metadata_id = ids or _record_ids(3)
         date = _warc_date(result.started_at or time.time())
         # Fields every record of this fetch shares, after its type and id.
         common = f"WARC-Date: {date}\r\n"
@@ -308,7 +335,7 @@ class WarcWriter:
             f"WARC-Block-Digest: {digest}\r\n",
         ]
         parts.append(self._record(fields, (payload,)))
-        return b"".join(parts), response_id, date
+        return b"".join(parts)
 
     def _rendered(self, rendering: Rendering, uri: str, common: str, response_id: str) -> list[bytes]:
         """The rendered DOM (a conversion record) and the screenshot (a resource record) of a page a

@@ -1,0 +1,181 @@
+"""The optional native core (native/): built with the C compiler, it writes the same WARC bytes as the
+Python writer for the same fetch and record ids, and leaves to Python what it does not handle."""
+
+from __future__ import annotations
+
+import http
+import importlib.util
+import io
+import re
+import time
+import types
+import zlib
+from pathlib import Path
+
+import pytest
+from warcio.archiveiterator import ArchiveIterator
+
+from bench.synthweb import generate_web, host_addresses
+from harvestman.fetch.content import sha1_base32
+from harvestman.model.records import FetchResult, RedirectHop, Rendering, Timings
+from harvestman.store import warc
+from harvestman.store.warc import WarcWriter
+
+ROOT = Path(__file__).resolve().parent.parent
+UA = (("User-Agent", "harvestman/0.1"), ("Accept", "*/*"), ("Accept-Encoding", "gzip, br"))
+
+
+def load(path: Path, name: str) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def native(tmp_path_factory: pytest.TempPathFactory) -> types.ModuleType:
+    """The extension, compiled afresh into a temporary directory (never a stale build)."""
+    build = load(ROOT / "native" / "build.py", "harvestman_native_build")
+    so = build.build(tmp_path_factory.mktemp("native"))
+    module = load(so, "_native")
+    assert module.ABI == 1
+    module.configure(warc._deflate.compress, {s.value: s.phrase for s in http.HTTPStatus})
+    return module
+
+
+def fetch(url: str, body: bytes, **kw: object) -> FetchResult:
+    fields: dict[str, object] = {
+        "url": url, "final_url": url, "status": 200, "content_type": "text/html", "body": body,
+        "headers": (("Server", "nginx/1.22.1"), ("Date", "Tue, 14 Nov 2023 22:13:20 GMT"),
+                    ("Content-Type", "text/html"), ("Content-Length", str(len(body))),
+                    ("Connection", "keep-alive"), ("ETag", '"6553f100-5000"')),
+        "started_at": 1_700_000_000.123456, "timings": Timings(0.0001, 0.0002, 0.0, 0.0021, 0.0035),
+        "wire_bytes": len(body) + 200, "remote_addr": "127.20.0.1",
+    }
+    fields.update(kw)
+    return FetchResult(**fields)  # type: ignore[arg-type]
+
+
+def synthweb_fetches(tmp_path: Path) -> list[tuple[FetchResult, list[str]]]:
+    """Pages of the benchmark web (bench/synthweb.py), with their links as the crawl stores them."""
+    spec = generate_web(tmp_path / "web", host_addresses(2), 8, port=8080)
+    out = []
+    for url, links in sorted(spec.links.items()):
+        host, path = url.removeprefix("http://").split("/", 1)
+        name = path or "index.html"
+        body = (spec.root / host.split(":")[0] / name).read_bytes()
+        out.append((fetch(url, body), list(links)))
+    return out
+
+
+def edge_fetches() -> list[tuple[FetchResult, list[str], str]]:
+    """Fetches along every branch of the writer: (result, outlinks, payload digest given)."""
+    u = "http://a.test/p"
+    hop = RedirectHop("http://a.test/old", 301, "http://a.test/p")
+    return [
+        (fetch(u, b"<p>x</p>"), ["http://a.test/x", "http://b.test/y"], ""),
+        (fetch(u, b"<p>x</p>"), [], sha1_base32(b"<p>x</p>")),
+        (fetch("http://a.test/start", b"y" * 70_000, final_url="https://user:pw@a.test:8443/d/e?q=1&r=%20#frag",
+               redirects=(hop, hop), truncated=True), [], ""),
+        (fetch(u, b"z", partial="selector:div.main > p", final_url="http://a.test"), [], ""),
+        (fetch(u, b"z", partial="head", final_url="http://a.test/dir with space/?"), [], ""),
+        (fetch(u, b"z", final_url="http://a.test?only=query#f", remote_addr=""),
+         ["http://a.test/a\r\nb"], ""),
+        (fetch(u, b"", status=0, headers=(), error_class="timeout", error_message="slow\r\nX: y",
+               started_at=1_700_000_000.999999), [], ""),
+        (fetch(u, b"", status=599, headers=(("X-Evil", "a\r\nWARC-Type: forged"),
+                                            ("content-ENCODING", "gzip"), ("X-Latin", "caf\xe9"))), [], ""),
+        (fetch(u, b"q" * 10, timings=Timings(0.0, 0.0, 0.0, 0.0, 0.0025)), ["http://a.test/\xfc"], ""),
+        (fetch(u, b"q", timings=Timings(0.0, 0.0, 0.0, 0.0, 0.0035), attempt=3), [], ""),
+    ]
+
+
+def decompress_members(data: bytes) -> list[bytes]:
+    out = []
+    while data:
+        d = zlib.decompressobj(zlib.MAX_WBITS | 16)
+        out.append(d.decompress(data))
+        data = d.unused_data
+    return out
+
+
+def same_bytes(native: types.ModuleType, writer: WarcWriter, result: FetchResult, outlinks: list[str],
+               digest: str, headers: tuple[tuple[str, str], ...] = UA) -> bytes:
+    a, b, c = (f"<urn:uuid:00000000-0000-4000-8000-00000000000{i}>" for i in (1, 2, 3))
+    ids = (a, b, c)
+    expected = writer._build_python(result, headers, outlinks, digest, ids)
+    got = native.warc_fetch(result, headers, outlinks, digest, writer.compress_level, ids)
+    assert got is not None, result
+    assert decompress_members(got) == decompress_members(expected)
+    assert got == expected  # the gzip members too: the same compressor, the same input
+    return got
+
+
+def test_benchmark_pages_byte_for_byte(native: types.ModuleType, tmp_path: Path) -> None:
+    writer = WarcWriter(tmp_path / "warc")
+    pages = synthweb_fetches(tmp_path)
+    assert len(pages) >= 16
+    written = b"".join(same_bytes(native, writer, r, links, "") for r, links in pages)
+    records = list(ArchiveIterator(io.BytesIO(written), check_digests="raise"))
+    assert [r.rec_type for r in records] == ["response", "request", "metadata"] * len(pages)
+
+
+def test_every_branch_byte_for_byte(native: types.ModuleType, tmp_path: Path) -> None:
+    writer = WarcWriter(tmp_path / "warc")
+    for result, outlinks, digest in edge_fetches():
+        same_bytes(native, writer, result, outlinks, digest)
+    # A Host header given by the caller replaces the one from the URL; CR and LF in sent headers cleaned.
+    same_bytes(native, writer, fetch("http://a.test/", b"x"), [], "",
+               (("HOST", "b.test"), ("X-Sent", "v\r\nWARC-Type: forged")))
+
+
+def test_what_the_native_core_leaves_to_python(native: types.ModuleType) -> None:
+    def native_of(result: FetchResult, headers: tuple[tuple[str, str], ...] = UA) -> bytes | None:
+        out: bytes | None = native.warc_fetch(result, headers, [], "", 1, None)
+        return out
+
+    rendering = Rendering(dom="<p>r</p>", original_body=b"x", original_headers=(), reason="auto",
+                          settle="load", elapsed=0.1, requests=1, resource_bytes=1)
+    assert native_of(fetch("http://a.test/", b"x", rendering=rendering)) is None
+    assert native_of(fetch("http://a.test/\xfc", b"x")) is None  # non-ASCII URI
+    assert native_of(fetch("http://a.test/\tx", b"x")) is None  # a control character
+    assert native_of(fetch("ftp://a.test/", b"x")) is None
+    assert native_of(fetch("http://a.test/", b"x", headers=(("X-Wide", "\u65e5"),))) is None
+    assert native_of(fetch("http://a.test/", b"x"), (("User-Agent", "\u65e5"),)) is None
+    assert native_of(fetch("http://a.test/", b"x" * (1024 * 1024))) is None  # over _ONE_SHOT_MAX
+    assert native_of(fetch("http://a.test/", b"x")) is not None
+
+
+def test_fresh_ids_and_dates(native: types.ModuleType) -> None:
+    before = time.time()
+    data = native.warc_fetch(fetch("http://a.test/", b"x", started_at=0.0), UA, [], "", 1, None)
+    records = list(ArchiveIterator(io.BytesIO(data), check_digests="raise"))
+    ids = [r.rec_headers.get_header("WARC-Record-ID") for r in records]
+    assert len(set(ids)) == 3 and all(warc_id_ok(i) for i in ids)
+    date = records[0].rec_headers.get_header("WARC-Date")
+    stamp = time.mktime(time.strptime(date[:19], "%Y-%m-%dT%H:%M:%S")) - time.timezone
+    assert before - 1 <= stamp <= time.time() + 1
+
+
+def warc_id_ok(record_id: str) -> bool:
+    return re.fullmatch(r"<urn:uuid:[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}>",
+                        record_id) is not None
+
+
+def test_the_writer_uses_it_when_present(native: types.ModuleType, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """WarcWriter.write through the native core: a whole file warcio reads, digests checked."""
+    monkeypatch.setattr(warc, "_native_fetch", native.warc_fetch)
+    calls = []
+    python = WarcWriter._build_python
+    monkeypatch.setattr(WarcWriter, "_build_python", lambda *a: calls.append(1) or python(*a))
+    with WarcWriter(tmp_path) as writer:
+        for result, outlinks, digest in edge_fetches():
+            writer.write(result, UA, outlinks, digest)
+        writer.write(fetch("http://a.test/\xfc", b"x"), UA, [])  # left to Python
+    [path] = list(tmp_path.iterdir())
+    with open(path, "rb") as f:
+        records = list(ArchiveIterator(f, check_digests="raise"))
+    assert len(records) == 1 + 3 * len(edge_fetches()) - 1 + 3
+    assert calls == [1]
