@@ -148,6 +148,15 @@ def test_a_resume_keeps_only_net_and_a_wider_one_fetches_what_it_refused(
     assert errors(out) == {}
 
 
+def test_a_seed_outside_only_net_exits_4_with_a_hint(site: Site, tmp_path: Path) -> None:
+    done = run_cli("crawl", site.b.url("/"), "--out", str(tmp_path / "out"), "-q", "--allow-net", NET,
+                   "--only-net", f"{A}/32")
+    assert done.returncode == 4, done.stderr
+    assert (f"(outside_net); outside the crawl's --only-net ranges: --only-net {B}/32 adds it"
+            in done.stderr), done.stderr
+    assert site.seen(site.b) == []
+
+
 def test_bad_only_net_is_refused_in_one_line(tmp_path: Path) -> None:
     done = run_cli("crawl", "http://127.61.28.2/", "--out", str(tmp_path / "o"), "--only-net", "ten/8")
     assert done.returncode == 2
