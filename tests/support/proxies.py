@@ -1,5 +1,6 @@
 """Proxies for tests, on loopback: Debian's tinyproxy (an HTTP proxy, CONNECT tunnels) and a small
-SOCKS5 server written here (RFC 1928: no authentication, CONNECT only). Each records what it was
+SOCKS5 server written here (RFC 1928: no authentication, CONNECT only), and `TlsFront`, TLS ended in
+front of either, for an https:// proxy. Each records what it was
 asked to connect to, so a test can tell the proxy really carried the crawl's requests, and to where.
 
     with TinyProxy(tmp_path / "tinyproxy") as proxy:   # proxy.url: http://127.0.0.1:PORT
@@ -12,11 +13,13 @@ asked to connect to, so a test can tell the proxy really carried the crawl's req
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import re
 import selectors
 import shutil
 import socket
+import ssl
 import subprocess
 import threading
 import time
@@ -228,3 +231,84 @@ def _relay(a: socket.socket, b: socket.socket, idle: float = 10.0) -> None:
                 key.data.setblocking(True)
                 key.data.sendall(data)
                 key.data.setblocking(False)
+
+
+class TlsFront:
+    """TLS in front of another proxy, making an https:// proxy of it: each connection's TLS is ended
+    here (with `cert`, `key`) and its bytes relayed to `upstream` (HOST, PORT); counts handshakes."""
+
+    def __init__(self, cert: Path, key: Path, upstream: tuple[str, int], address: str = "127.0.0.1") -> None:
+        self._context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        self._context.load_cert_chain(cert, key)
+        self.upstream = upstream
+        self._sock = socket.create_server((address, 0))
+        self._sock.settimeout(0.1)
+        self.address = address
+        self.port: int = self._sock.getsockname()[1]
+        self.handshakes = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, daemon=True, name="tls-front")
+
+    @property
+    def url(self) -> str:
+        """https://ADDRESS:PORT"""
+        return f"https://{self.address}:{self.port}"
+
+    def _serve(self) -> None:
+        while not self._stop.is_set():
+            try:
+                conn, _ = self._sock.accept()
+            except (TimeoutError, OSError):
+                continue
+            threading.Thread(target=self._client, args=(conn,), daemon=True).start()
+
+    def _client(self, conn: socket.socket) -> None:
+        try:
+            conn.settimeout(10)
+            tls = self._context.wrap_socket(conn, server_side=True)
+        except (OSError, ssl.SSLError):
+            conn.close()
+            return
+        self.handshakes += 1
+        try:
+            upstream = socket.create_connection(self.upstream, timeout=10)
+        except OSError:
+            tls.close()
+            return
+        back = threading.Thread(target=_pump, args=(upstream, tls), daemon=True)
+        back.start()
+        _pump(tls, upstream)
+        back.join(timeout=10)
+        tls.close()
+        upstream.close()
+
+    def start(self) -> TlsFront:
+        """Start accepting in a background thread."""
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop accepting and close the listening socket."""
+        self._stop.set()
+        self._thread.join(timeout=5)
+        self._sock.close()
+
+    def __enter__(self) -> TlsFront:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _pump(source: socket.socket, sink: socket.socket) -> None:
+    """Copy bytes from `source` to `sink` until `source` ends (or either fails), then end `sink`'s side."""
+    try:
+        while True:  # bounded by the peer: each turn reads bytes, or the stream ended
+            data = source.recv(65536)
+            if not data:
+                break
+            sink.sendall(data)
+    except OSError:
+        pass
+    with contextlib.suppress(OSError):
+        sink.shutdown(socket.SHUT_WR)
