@@ -276,13 +276,19 @@ def test_the_api_may_not_set_a_proxy() -> None:
 
 def test_headers_go_with_every_request_and_credentials_not_to_robots_txt(
         site: Site, tmp_path: Path) -> None:
-    crawl(tmp_path / "out", site.a.url("/"), "--allow-net", NET, "--only-net", f"{A}/32",
+    out = tmp_path / "out"
+    crawl(out, site.a.url("/"), "--allow-net", NET, "--only-net", f"{A}/32", "--max-pages", "1",
           "--header", "X-Team: crawlers", "--header", "Authorization: Bearer s3cret")
+    assert sorted(site.seen(site.a)) == ["/", "/robots.txt"]
+    # The second command, without the headers named: the crawl's stored ones go with its pages.
+    done = run_cli("crawl", "--resume", "--out", str(out), "-q", "--workers", "1", "--max-wait", "2")
+    assert done.returncode == 0, done.stderr
     for path in ("/", "/a.html", "/hop"):
         [sent] = site.headers(path)
         assert sent["X-Team"] == "crawlers" and sent["Authorization"] == "Bearer s3cret"
-    [robots] = site.headers("/robots.txt")
-    assert robots["X-Team"] == "crawlers" and "Authorization" not in robots
+    robots = site.headers("/robots.txt")  # once a run
+    assert len(robots) == 2
+    assert all(sent["X-Team"] == "crawlers" and "Authorization" not in sent for sent in robots)
 
 
 @pytest.mark.parametrize("header, says", [
@@ -295,3 +301,12 @@ def test_a_bad_header_is_refused_in_one_line(tmp_path: Path, header: str, says: 
     assert done.returncode == 2
     [line] = done.stderr.strip().splitlines()
     assert says in line
+
+
+def test_a_note_on_a_changed_proxy_hides_its_password() -> None:
+    from harvestman.model.config import merge_settings
+
+    _, notes = merge_settings({"proxy": "http://u:old-pw@127.0.0.1:3128"},
+                              {"proxy": "socks5://u:new-pw@127.0.0.1:1080"})
+    assert notes == ["--proxy: 'socks5://u:***@127.0.0.1:1080' replaces the crawl's stored "
+                     "'http://u:***@127.0.0.1:3128'"]
