@@ -250,6 +250,23 @@ def test_a_resume_keeps_the_proxy(site: Site, tmp_path: Path) -> None:
     assert "/landing" in site.seen(site.b)
 
 
+def test_download_keeps_only_net_the_proxy_and_the_headers(site: Site) -> None:
+    import harvestman
+
+    with Socks5Proxy() as proxy:
+        results = {r.url: r for r in harvestman.download(
+            [site.a.url("/a.html"), site.b.url("/"), site.a.url("/hop")], allow_net=[NET],
+            only_net=[f"{A}/32"], proxy=proxy.url, extra_headers={"X-Team": "downloaders"},
+            obey_robots=False)}
+        seen = list(proxy.requests)
+    assert results[site.a.url("/a.html")].status == 200
+    assert results[site.b.url("/")].error_class == "outside_net"
+    assert results[site.a.url("/hop")].error_class == "outside_net"  # its hop into B
+    assert {host for _, host, _ in seen} == {A}
+    assert site.seen(site.b) == []
+    assert [h["X-Team"] for h in site.headers("/a.html")] == ["downloaders"]
+
+
 @pytest.mark.parametrize("proxy, says", [
     ("socks5h://127.0.0.1:1080", "--proxy socks5h:// is not supported"),
     ("ftp://127.0.0.1:21", "--proxy wants http://, https:// or socks5://HOST:PORT"),
