@@ -157,6 +157,29 @@ def test_a_seed_outside_only_net_exits_4_with_a_hint(site: Site, tmp_path: Path)
     assert site.seen(site.b) == []
 
 
+def test_the_crawl_cycles_steps_keep_the_rules_inject_stored(site: Site, tmp_path: Path) -> None:
+    """inject names the rules once; generate, fetch and updatedb (twice round) take them from the crawl."""
+    out = tmp_path / "out"
+
+    def ok(*args: str) -> None:
+        done = run_cli(*args)
+        assert done.returncode == 0, (args, done.stderr)
+
+    with Socks5Proxy() as proxy:
+        ok("inject", str(out), site.a.url("/"), "--scope", "any", "--allow-net", NET, "--only-net",
+           f"{A}/32", "--proxy", proxy.url, "--header", "X-Team: cyclists", "--workers", "1", "-q")
+        for _ in range(2):
+            ok("generate", str(out), "--top-n", "50")
+            ok("fetch", str(out), "-q")
+            ok("updatedb", str(out))
+        seen = list(proxy.requests)
+    assert {host for _, host, _ in seen} == {A}
+    assert sorted(set(site.seen(site.a))) == ["/", "/a.html", "/hop", "/robots.txt"]
+    assert site.seen(site.b) == [] and site.seen(site.c) == []
+    assert all(h["X-Team"] == "cyclists" for h in site.headers("/a.html")) and site.headers("/a.html")
+    assert errors(out) == {"outside_net": 3}
+
+
 def test_bad_only_net_is_refused_in_one_line(tmp_path: Path) -> None:
     done = run_cli("crawl", "http://127.61.28.2/", "--out", str(tmp_path / "o"), "--only-net", "ten/8")
     assert done.returncode == 2
