@@ -290,6 +290,25 @@ def test_download_keeps_only_net_the_proxy_and_the_headers(site: Site) -> None:
     assert [h["X-Team"] for h in site.headers("/a.html")] == ["downloaders"]
 
 
+def test_on_postgresql_a_resume_keeps_only_net_the_proxy_and_the_headers(
+        site: Site, tmp_path: Path, postgres_url: str) -> None:
+    out = tmp_path / "out"
+    with Socks5Proxy() as proxy:
+        done = run_cli("crawl", site.a.url("/"), "--out", str(out), "--db", postgres_url, "-q",
+                       "--workers", "1", "--scope", "any", "--allow-net", NET, "--only-net", f"{A}/32",
+                       "--proxy", proxy.url, "--header", "X-Team: pg", "--max-pages", "1")
+        assert done.returncode == 0, done.stderr
+        done = run_cli("crawl", "--resume", "--out", str(out), "--db", postgres_url, "-q", "--workers", "1",
+                       "--max-wait", "2")
+        assert done.returncode == 0, done.stderr
+        seen = list(proxy.requests)
+    assert {host for _, host, _ in seen} == {A}
+    assert site.seen(site.b) == [] and site.seen(site.c) == []
+    assert [h["X-Team"] for h in site.headers("/a.html")] == ["pg"]
+    report = json.loads(run_cli("status", str(out), "--db", postgres_url, "--json").stdout)
+    assert report["errors"] == {"outside_net": 3}
+
+
 @pytest.mark.parametrize("proxy, says", [
     ("socks5h://127.0.0.1:1080", "--proxy socks5h:// is not supported"),
     ("ftp://127.0.0.1:21", "--proxy wants http://, https:// or socks5://HOST:PORT"),
