@@ -349,7 +349,7 @@ def url_origin(url: str) -> tuple[str, int]:
         raise UnsupportedUrlError(f"cannot request {url[:200]!r}: bad port") from None
     if not parts.hostname:
         raise UnsupportedUrlError(f"cannot request {url[:200]!r}: no host")
-    return parts.hostname, port or (443 if parts.scheme.lower() == "https" else 80)
+    return parts.hostname, port if port is not None else (443 if parts.scheme.lower() == "https" else 80)
 
 
 async def host_addresses(resolve_pins: tuple[str, ...], host: str, port: int, timeout: float) -> list[str]:
