@@ -55,3 +55,24 @@ def test_ipv4_and_its_mapped_form_agree(addr: ipaddress.IPv4Address) -> None:
     assert guard.is_allowed(str(addr)) == guard.is_allowed(f"::ffff:{addr}")
     if addr.is_private or addr.is_loopback or addr.is_link_local or addr.is_multicast:
         assert not guard.is_allowed(str(addr))
+
+
+def test_only_net_confines_and_says_why() -> None:
+    guard = AddressGuard(["127.0.0.0/8"], ["127.0.0.2/32", "2001:db8::/32"])
+    assert guard.refusal("127.0.0.2") == ""
+    assert guard.refusal("::ffff:127.0.0.2") == ""  # the IPv4 address a mapped one reaches
+    assert guard.refusal("127.0.0.3") == "outside"
+    assert guard.refusal("8.8.8.8") == "outside"  # public, yet outside the ranges
+    assert guard.refusal("64:ff9b::7f00:2") == "outside"  # NAT64 reaches a gateway, not 127.0.0.2
+    assert guard.refusal("not-an-ip") == "blocked"
+    # --only-net narrows only: a private range named there is still the guard's to lift.
+    assert guard.refusal("2001:db8::1") == "blocked"
+    assert AddressGuard([], ["10.0.0.0/8"]).refusal("10.1.2.3") == "blocked"
+    assert AddressGuard(["10.0.0.0/8"], ["10.0.0.0/8"]).refusal("10.1.2.3") == ""
+    assert guard.only_nets == ("127.0.0.2/32", "2001:db8::/32")
+
+
+@given(st.ip_addresses())
+def test_only_net_never_widens_the_guard(addr: ipaddress.IPv4Address | ipaddress.IPv6Address) -> None:
+    wide = AddressGuard([], ["0.0.0.0/0", "::/0"])
+    assert wide.is_allowed(str(addr)) == AddressGuard().is_allowed(str(addr))

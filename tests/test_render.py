@@ -452,3 +452,19 @@ def test_bad_render_options_are_refused_in_one_line(tmp_path: Path, args: list[s
     done = run_cli("crawl", "http://127.88.19.1:1/", "--out", str(tmp_path / "o"), *args)
     assert done.returncode == 2, done.stderr
     assert says in done.stderr and "Traceback" not in done.stderr
+
+
+def test_only_net_holds_for_every_request_a_page_makes(site: Site, tmp_path: Path) -> None:
+    """--allow-net lets the canary's whole range through; --only-net confines the crawl to the site's
+    address, so the page's script calls to the canary are refused, each with its error class."""
+    out = tmp_path / "out"
+    done = run_cli("crawl", site.url("/canary.html"), "--out", str(out), "--allow-net", "127.88.19.0/24",
+                   "--only-net", f"{HOST}/32", "--quiet", "--workers", "1", "--max-wait", "1",
+                   "--render-timeout", RENDER_TIMEOUT, "--render", "always", "--render-third-party",
+                   "--max-pages", "1", timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert site.canary.hits == 0
+    meta = [b.decode() for kind, h, b in _records(out)
+            if kind == "metadata" and h["WARC-Target-URI"] == site.url("/canary.html")]
+    refused = [line for line in meta[0].splitlines() if line.startswith("renderRefused:")]
+    assert any("outside_net" in line and "/fetch" in line for line in refused), refused

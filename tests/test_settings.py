@@ -39,7 +39,8 @@ DEFAULTS = CrawlConfig()
 TYPED = {"resolve": "a.test:80:127.0.0.1", "allow_net": "10.0.0.0/8", "stop_at": "head",
          "render_settle": "selector:main", "render_block": "image,font", "user_agent": "bot/1",
          "db": "sqlite:///elsewhere.db", "browser_path": "/opt/chromium", "focus_file": "focus.toml",
-         "out_dir": "elsewhere", "plugins": "a-plugin", "include": "/a/", "exclude": "/b/"}
+         "out_dir": "elsewhere", "plugins": "a-plugin", "include": "/a/", "exclude": "/b/",
+         "extra_headers": "X-Team: crawl", "only_net": "192.0.2.0/24", "proxy": "socks5://127.0.0.1:1080"}
 # The commands each kind of option is parsed with: the words before the option, and the settings
 # that command reads.
 PREFIX: dict[Command, list[str]] = {

@@ -17,6 +17,7 @@ from harvestman.net.addrguard import AddressGuard
 from tests.support.crawlcheck import RSS_LIMIT, consistent_records, run_cli, run_cli_measured
 from tests.support.httpserver import RouteServer
 from tests.support.nginx import free_port, require_nginx
+from tests.support.proxies import Socks5Proxy, TinyProxy, TlsFront
 from tests.support.tlsfixture import Pki, TlsNginx, make_pki
 
 GOOD, WRONG_NAME, EXPIRED = "127.1.6.1", "127.1.6.2", "127.1.6.3"
@@ -92,6 +93,42 @@ def test_trusted_ca_file_verifies_name_and_address(site: TlsSite) -> None:
     assert by_ip.status == 200 and by_ip.http_version == "2"
     by_name = fetch(f"https://{NAME}:{site.port}/a.html", ca_file=ca, resolve=(f"{NAME}:{site.port}:{GOOD}",))
     assert by_name.status == 200
+
+
+@pytest.mark.parametrize("kind", ["http", "socks5"])
+def test_https_through_a_proxy_verifies_the_name_not_the_address_connected_to(
+        site: TlsSite, tmp_path: Path, kind: str) -> None:
+    """The proxy is handed the judged address; TLS still checks the certificate against the URL's name."""
+    ca = str(site.pki.ca.cert)
+    pin = (f"{NAME}:{site.port}:{GOOD}",)
+    with TinyProxy(tmp_path / "tinyproxy") if kind == "http" else Socks5Proxy() as proxy:
+        response = fetch(f"https://{NAME}:{site.port}/a.html", ca_file=ca, resolve=pin, proxy=proxy.url)
+        # The certificate of WRONG_NAME's server does not name harvestman.test: refused, proxy or not.
+        with pytest.raises(TlsFetchError):
+            fetch(f"https://{NAME}:{site.port}/a.html", ca_file=ca, proxy=proxy.url,
+                  resolve=(f"{NAME}:{site.port}:{WRONG_NAME}",))
+        asked = (proxy.connects() if isinstance(proxy, TinyProxy)
+                 else [f"{host}:{port}" for _, host, port in proxy.requests])
+    assert response.status == 200 and b'href="/b.html"' in response.body
+    assert response.remote_addr == GOOD
+    assert asked == [f"{GOOD}:{site.port}", f"{WRONG_NAME}:{site.port}"]
+
+
+def test_an_https_proxy_is_verified_and_carries_the_tunnel(site: TlsSite, tmp_path: Path) -> None:
+    """An https:// proxy: TLS to the proxy (its certificate checked with the same CA file), inside it
+    the CONNECT tunnel to the pinned address, inside that TLS to the page's server."""
+    ca = str(site.pki.ca.cert)
+    proxy_cert = site.pki.server_cert("proxy", names=("proxy.test",), ips=("127.0.0.1",))
+    pin = (f"{NAME}:{site.port}:{GOOD}",)
+    with TinyProxy(tmp_path / "tinyproxy") as tiny, \
+            TlsFront(proxy_cert.cert, proxy_cert.key, (tiny.address, tiny.port)) as front:
+        response = fetch(f"https://{NAME}:{site.port}/a.html", ca_file=ca, resolve=pin, proxy=front.url)
+        with pytest.raises(TlsFetchError):  # the proxy's certificate is not trusted by default
+            fetch(f"https://{NAME}:{site.port}/a.html", resolve=pin, proxy=front.url)
+        connects = tiny.connects()
+    assert response.status == 200 and response.remote_addr == GOOD
+    assert front.handshakes >= 1
+    assert connects == [f"{GOOD}:{site.port}"]  # the untrusted one failed at the proxy, before CONNECT
 
 
 @pytest.mark.parametrize("trust_ca", [False, True], ids=["default-trust", "test-ca-trusted"])

@@ -58,6 +58,7 @@ def _fetch_examples(cfg: CrawlConfig) -> Callable[[list[str]], dict[str, str]]:
 
         texts = {}
         for result in download(urls, retries=1, timeout=cfg.timeout, allow_net=cfg.allow_net,
+                                only_net=cfg.only_net, proxy=cfg.proxy, extra_headers=cfg.extra_headers,
                                 resolve=cfg.resolve, user_agent=cfg.user_agent, verify_tls=cfg.verify_tls):
             if result.status == 200 and result.text:
                 texts[result.url] = result.text

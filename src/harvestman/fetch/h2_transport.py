@@ -11,8 +11,10 @@ a large window at once. libcurl stays the transport of the default crawl: it cos
 request where pure-Python framing costs several times that.
 
 The private-address guard is kept: the host is resolved here, every address checked with the
-AddressGuard, and only an allowed one connected to. ALPN offers "h2" and "http/1.1"; an origin that
-picks HTTP/1.1 is remembered, and `protocol()` tells the caller (fetch/partial.py) to go elsewhere.
+AddressGuard (the private-address ban and --only-net), and only an allowed one connected to. It never
+goes through a proxy: with --proxy, fetch/partial.py keeps every request on libcurl. ALPN offers "h2"
+and "http/1.1"; an origin that picks HTTP/1.1 is remembered, and `protocol()` tells the caller
+(fetch/partial.py) to go elsewhere.
 """
 
 from __future__ import annotations
@@ -39,12 +41,13 @@ from harvestman.fetch.transport import (
     MAX_HEADER_BYTES,
     TransportSettings,
     _check_method,
+    guarded_address,
+    host_addresses,
 )
 from harvestman.model.errors import (
-    BlockedAddressError,
+    ConfigError,
     ConnectFetchError,
     ContentError,
-    DnsFetchError,
     FetchError,
     ProtocolFetchError,
     TimeoutFetchError,
@@ -397,6 +400,8 @@ class H2Transport:
     """HTTP/2 (over TLS, by ALPN) with stop conditions; one connection per origin, reused."""
 
     def __init__(self, settings: TransportSettings, *, stop_window: int = STOP_WINDOW) -> None:
+        if settings.proxy:  # it connects by itself; fetch/partial.py keeps to libcurl with a proxy
+            raise ConfigError("the HTTP/2 transport does not go through a proxy")
         self.settings = settings
         self.stop_window = stop_window
         self._connections: dict[Origin, _Connection] = {}
@@ -496,32 +501,14 @@ class H2Transport:
                 self._connections[origin] = connection
             return connection
 
-    async def _addresses(self, origin: Origin, timeout: float) -> list[str]:
-        """The origin's addresses: the resolve map's, else DNS's."""
-        for entry in self.settings.resolve:  # curl form HOST:PORT:ADDR
-            host, _, rest = entry.partition(":")
-            port, _, addr = rest.partition(":")
-            if host.lower() == origin.host and port == str(origin.port):
-                return [addr.strip("[]")]
-        try:
-            async with asyncio.timeout(timeout):
-                infos = await asyncio.get_running_loop().getaddrinfo(
-                    origin.host, origin.port, type=socket.SOCK_STREAM)
-        except TimeoutError:
-            raise DnsFetchError(f"resolving {origin.host} timed out") from None
-        except socket.gaierror as exc:
-            raise DnsFetchError(f"cannot resolve {origin.host}: {exc}") from None
-        return list(dict.fromkeys(str(info[4][0]) for info in infos))
-
     async def _connect(self, origin: Origin, timeout: float) -> _Connection | None:
         start = time.monotonic()
         timeout = min(timeout, self.settings.connect_timeout)
-        addresses = await self._addresses(origin, timeout)
-        allowed = [a for a in addresses if self.settings.guard.is_allowed(a)]
+        guard = self.settings.guard
+        addresses = await host_addresses(self.settings.resolve, origin.host, origin.port, timeout)
+        allowed = [a for a in addresses if guard.is_allowed(a)]
         if not allowed:
-            raise BlockedAddressError(
-                f"refused to connect to {addresses[0] if addresses else origin.host}: a private or "
-                "reserved address (--allow-net CIDR permits a range)")
+            guarded_address(guard, origin.host, addresses)  # raises the refusal's error
         last: FetchError = ConnectFetchError(f"cannot connect to {origin.authority}")
         for address in allowed:  # bounded by the addresses DNS gave
             try:

@@ -178,4 +178,6 @@ def open_transport(fetch: FetchSettings) -> Transport:
     curl = CurlTransport(settings)
     if not fetch.stop_at and not fetch.stop_rules and mode != "always":
         return curl
-    return PartialTransport(curl, None if mode == "never" else H2Transport(settings), mode)
+    # The h2 transport connects by itself, never through a proxy: with one, libcurl takes every request.
+    h2 = None if mode == "never" or fetch.proxy else H2Transport(settings)
+    return PartialTransport(curl, h2, mode)

@@ -8,6 +8,13 @@ sockets to watch (SOCKETFUNCTION) and when to wake it (TIMERFUNCTION); the loop 
 `socket_action` back, so no thread and no polling. Bodies are decoded by `content.BodyDecoder`
 inside WRITEFUNCTION rather than by libcurl, so the size cap applies to decoded bytes and a bomb is
 stopped early.
+
+The address guard (net/addrguard.py) judges the address each socket connects to (OPENSOCKETFUNCTION):
+the private-address ban and `--only-net`. With a proxy (`--proxy`) libcurl's sockets go to the proxy,
+so the target is judged before the request instead: its name resolved here (`--resolve` pins first),
+the first address the guard allows pinned with CONNECT_TO, and the proxy handed that address, never
+the name: an http(s) proxy by a CONNECT tunnel to ADDRESS:PORT (plain http:// pages too), a socks5
+one by its IP form. So neither the proxy's DNS nor a rebinding name can steer a request elsewhere.
 `MemoryTransport` serves canned responses for unit tests, delivered as the wire would deliver them
 (HEAD without a body, Content-Encoding decoded, the size cap, the deadline of a slow route), so that
 both pass one contract (tests/test_transport_contract.py).
@@ -20,6 +27,7 @@ import contextlib
 import dataclasses
 import inspect
 import socket
+import urllib.parse
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -37,6 +45,7 @@ from harvestman.model.errors import (
     DnsFetchError,
     FetchError,
     FramingFetchError,
+    OutsideNetError,
     ProtocolFetchError,
     TimeoutFetchError,
     TlsFetchError,
@@ -44,7 +53,7 @@ from harvestman.model.errors import (
     UnsupportedUrlError,
 )
 from harvestman.model.records import Headers, HttpRequest, HttpResponse, RedirectHop, Timings, last_header
-from harvestman.net.addrguard import AddressGuard
+from harvestman.net.addrguard import OUTSIDE, AddressGuard
 from harvestman.net.urls import header_text, resolve
 
 ACCEPT_ENCODING = "gzip, deflate, br, zstd"
@@ -82,6 +91,7 @@ class TransportSettings:
     # 0: each redirect is returned as it is (the Fetcher follows it, checking each hop first). N:
     # libcurl follows up to N itself (FOLLOWLOCATION), reporting the hops; the Fetcher judges them after.
     follow_redirects: int = 0
+    proxy: str = ""  # http://, https:// or socks5:// HOST:PORT; '' connects directly
 
     @classmethod
     def from_fetch(cls, fetch: FetchSettings) -> TransportSettings:
@@ -92,11 +102,27 @@ class TransportSettings:
             low_speed_limit=fetch.low_speed_limit,
             low_speed_time=fetch.low_speed_time,
             resolve=tuple(r.curl_form() for r in fetch.resolve),
-            guard=AddressGuard(fetch.allow_net),
+            guard=AddressGuard(fetch.allow_net, fetch.only_net),
             verify_tls=fetch.verify_tls,
+            proxy=fetch.proxy,
             # No extra_headers here: they go with each request (engine, download(), robots gate),
             # so that the Fetcher can drop credentials on a cross-origin or downgraded hop.
         )
+
+
+def _set_proxy(curl: pycurl.Curl, s: TransportSettings) -> None:
+    """Send a handle's requests through `s.proxy`: an http(s) proxy always by a CONNECT tunnel, so
+    that it is handed the judged address (CONNECT_TO) and never resolves the target's name itself."""
+    curl.setopt(pycurl.PROXY, s.proxy)
+    curl.setopt(pycurl.NOPROXY, "")  # no_proxy in the environment must not send a request around it
+    if s.proxy.lower().startswith(("http://", "https://")):
+        curl.setopt(pycurl.HTTPPROXYTUNNEL, 1)
+    if s.proxy.lower().startswith("https://"):
+        if s.ca_file:
+            curl.setopt(pycurl.PROXY_CAINFO, s.ca_file)
+        if not s.verify_tls:
+            curl.setopt(pycurl.PROXY_SSL_VERIFYPEER, 0)
+            curl.setopt(pycurl.PROXY_SSL_VERIFYHOST, 0)
 
 
 # libcurl error codes by the FetchError they mean (curl/curl.h).
@@ -150,9 +176,9 @@ def curl_error(code: int, message: str) -> FetchError:
 class _Job:
     """State of one request in flight: what the callbacks collect, and the future to resolve."""
 
-    __slots__ = ("blocked", "checker", "decoder", "error", "future", "head_lines", "header_bytes", "headers",
-                 "max_size", "partial", "parts_seen", "read_lines", "redirects", "request", "status",
-                 "truncated", "wire_body")
+    __slots__ = ("blocked", "blocked_why", "checker", "decoder", "error", "future", "head_lines",
+                 "header_bytes", "headers", "max_size", "partial", "parts_seen", "read_lines", "redirects",
+                 "request", "status", "target", "truncated", "wire_body")
 
     def __init__(self, request: HttpRequest, future: asyncio.Future[HttpResponse], *,
                  follow: bool = False) -> None:
@@ -169,7 +195,9 @@ class _Job:
         self.decoder: BodyDecoder | None = None
         self.truncated = False
         self.error: FetchError | None = None
-        self.blocked = ""
+        self.blocked = ""  # the address the guard refused, and why (net/addrguard.py's reasons)
+        self.blocked_why = ""
+        self.target = ""  # through a proxy: the target's address, judged and pinned
         # With libcurl following redirects: the (status, Location) of each redirect it followed.
         self.redirects: list[tuple[int, str]] | None = [] if follow else None
         self.status = 0  # the status of the head being read (kept only when following)
@@ -294,18 +322,69 @@ def _check_method(request: HttpRequest) -> None:
 def _guard_socket(guard: AddressGuard, job: _Job) -> Callable[[int, Any], Any]:
     def opensocket(purpose: int, address: Any) -> Any:
         ip = address.addr[0]
-        if not guard.is_allowed(ip):
-            job.blocked = ip
+        why = guard.refusal(ip)
+        if why:
+            job.blocked, job.blocked_why = ip, why
             return pycurl.SOCKET_BAD
         return socket.socket(address.family, address.socktype, address.protocol)
 
     return opensocket
 
 
+def refused_error(guard: AddressGuard, ip: str, why: str) -> FetchError:
+    """The error for a connection the guard refused: outside --only-net, or a private address."""
+    if why == OUTSIDE:
+        return OutsideNetError(f"refused to connect to {ip}: outside the crawl's --only-net ranges "
+                               f"({', '.join(guard.only_nets)})")
+    return BlockedAddressError(f"refused to connect to {ip}: a private or reserved address "
+                               "(--allow-net CIDR permits a range)")
+
+
+def url_origin(url: str) -> tuple[str, int]:
+    """The host (lower case, IPv6 without brackets) and port a URL's request goes to."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise UnsupportedUrlError(f"cannot request {url[:200]!r}: bad port") from None
+    if not parts.hostname:
+        raise UnsupportedUrlError(f"cannot request {url[:200]!r}: no host")
+    return parts.hostname, port if port is not None else (443 if parts.scheme.lower() == "https" else 80)
+
+
+async def host_addresses(resolve_pins: tuple[str, ...], host: str, port: int, timeout: float) -> list[str]:
+    """The addresses of host:port: a `--resolve` pin's (curl form HOST:PORT:ADDR), else DNS's."""
+    for entry in resolve_pins:
+        pinned, _, rest = entry.partition(":")
+        pin_port, _, addr = rest.partition(":")
+        if pinned.lower() == host and pin_port == str(port):
+            return [addr.strip("[]")]
+    try:
+        async with asyncio.timeout(timeout):
+            infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except TimeoutError:
+        raise DnsFetchError(f"resolving {host} timed out") from None
+    except (socket.gaierror, UnicodeError) as exc:
+        raise DnsFetchError(f"cannot resolve {host}: {exc}") from None
+    return list(dict.fromkeys(str(info[4][0]) for info in infos))
+
+
+def guarded_address(guard: AddressGuard, host: str, addresses: list[str]) -> str:
+    """The first of `addresses` the guard allows; the refusal's error for the first when none is."""
+    reasons = [guard.refusal(a) for a in addresses]
+    for address, why in zip(addresses, reasons, strict=True):
+        if not why:
+            return address
+    raise refused_error(guard, addresses[0] if addresses else host, reasons[0] if reasons else "")
+
+
 class CurlTransport:
     """libcurl (pycurl CurlMulti) on the asyncio loop: HTTP/1.1 and HTTP/2, connection reuse."""
 
     def __init__(self, settings: TransportSettings) -> None:
+        if settings.proxy and settings.follow_redirects:
+            # Each hop's target must be resolved and judged here before libcurl connects.
+            raise ConfigError("a proxy cannot be used with libcurl following redirects itself")
         self.settings = settings
         self._multi = pycurl.CurlMulti()
         self._multi.setopt(pycurl.M_SOCKETFUNCTION, self._on_socket_change)
@@ -429,6 +508,8 @@ class CurlTransport:
         if not s.verify_tls:
             curl.setopt(pycurl.SSL_VERIFYPEER, 0)
             curl.setopt(pycurl.SSL_VERIFYHOST, 0)
+        if s.proxy:
+            _set_proxy(curl, s)
         if s.follow_redirects:
             curl.setopt(pycurl.FOLLOWLOCATION, 1)
             curl.setopt(pycurl.MAXREDIRS, s.follow_redirects)
@@ -440,12 +521,19 @@ class CurlTransport:
         if self._closed:
             raise FetchError("transport is closed")
         _check_method(request)
+        # Through a proxy: the target's address, judged here and pinned (the proxy never resolves it).
+        target = await self._proxied_target(request) if self.settings.proxy else None
         self._loop = loop = asyncio.get_running_loop()
         future: asyncio.Future[HttpResponse] = loop.create_future()
         job = _Job(request, future, follow=self.settings.follow_redirects > 0)
         curl = self._handle()
         try:
             curl.setopt(pycurl.URL, request.url)
+            if target is not None:
+                job.target = target
+                shown = f"[{target}]" if ":" in target else target
+                # Any host and port: the handle fetches this one URL (redirects are followed above).
+                curl.setopt(pycurl.CONNECT_TO, [f"::{shown}:{url_origin(request.url)[1]}"])
             # Set on every request: a pooled handle may have served a HEAD (NOBODY) last time.
             if request.method == "HEAD":
                 curl.setopt(pycurl.NOBODY, 1)
@@ -460,7 +548,8 @@ class CurlTransport:
                         max(1, int(min(self.settings.connect_timeout, request.timeout) * 1000)))
             curl.setopt(pycurl.HEADERFUNCTION, job.head_lines.append)
             curl.setopt(pycurl.WRITEFUNCTION, job.on_body)
-            curl.setopt(pycurl.OPENSOCKETFUNCTION, _guard_socket(self.settings.guard, job))
+            if not self.settings.proxy:  # (through a proxy, the sockets go to the proxy)
+                curl.setopt(pycurl.OPENSOCKETFUNCTION, _guard_socket(self.settings.guard, job))
         except (pycurl.error, UnicodeEncodeError, TypeError) as exc:
             self._release(curl)
             raise ProtocolFetchError(f"cannot request {request.url!r}: {exc}") from None
@@ -474,6 +563,13 @@ class CurlTransport:
                 self._multi.remove_handle(curl)
                 self._release(curl)
             raise
+
+    async def _proxied_target(self, request: HttpRequest) -> str:
+        """The address of the request's target that the guard allows (resolved here, `--resolve` first)."""
+        s = self.settings
+        host, port = url_origin(request.url)
+        timeout = max(0.001, min(s.connect_timeout, request.timeout))
+        return guarded_address(s.guard, host, await host_addresses(s.resolve, host, port, timeout))
 
     def _finish(self, curl: pycurl.Curl, code: int, message: str) -> None:
         job = self._jobs.pop(curl, None)
@@ -498,10 +594,7 @@ class CurlTransport:
     def _result(self, curl: pycurl.Curl, job: _Job, code: int, message: str) -> HttpResponse:
         job.read_head()  # the lines after the body's start: a bodiless response's, a trailer's
         if job.blocked:
-            raise BlockedAddressError(
-                f"refused to connect to {job.blocked}: a private or reserved address "
-                "(--allow-net CIDR permits a range)"
-            )
+            raise refused_error(self.settings.guard, job.blocked, job.blocked_why)
         if job.error is not None:
             raise job.error
         if code and not (code in _WRITE_ABORT and (job.truncated or job.partial)):
@@ -537,7 +630,8 @@ class CurlTransport:
             wire_bytes=job.header_bytes + job.wire_body,
             truncated=job.truncated,
             timings=timings,
-            remote_addr=str(curl.getinfo(pycurl.PRIMARY_IP) or ""),
+            # Through a proxy, PRIMARY_IP is the proxy's: the server's is the address pinned.
+            remote_addr=job.target or str(curl.getinfo(pycurl.PRIMARY_IP) or ""),
             http_version=_HTTP_VERSIONS.get(int(curl.getinfo(pycurl.INFO_HTTP_VERSION)), ""),
             redirects=hops,
             partial=job.partial,

@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 from harvestman.model.errors import ConfigError
 from harvestman.model.settings import (  # the choices and scopes are declared with each setting
@@ -82,6 +83,8 @@ class FetchSettings:
     allow_net: tuple[str, ...]
     verify_tls: bool
     http2: str = "auto"
+    only_net: tuple[str, ...] = ()
+    proxy: str = ""
     stop_at: str = ""
     stop_rules: tuple[tuple[str, str], ...] = ()
 
@@ -244,6 +247,12 @@ class CrawlConfig:
     user_agent: str = DEFAULT_USER_AGENT
     resolve: tuple[ResolveEntry, ...] = ()
     allow_net: tuple[str, ...] = ()
+    # Confine every connection (each hop, each rendered page's request) to these ranges; none: no
+    # confinement. It narrows only: the private-address guard still applies inside them.
+    only_net: tuple[str, ...] = ()
+    # Every request through this proxy (http://, https://, socks5://); '' connects directly. The
+    # crawler still resolves each target and judges its address (fetch/transport.py).
+    proxy: str = ""
     resume: bool = False
     follow_links: bool = True  # False for `download`: fetch the list only
     host_key: str = "host"
@@ -443,11 +452,14 @@ def _validate(cfg: CrawlConfig) -> None:
             re.compile(pattern)
         except re.error as exc:
             raise ConfigError(f"invalid regular expression {pattern!r}: {exc}") from None
-    for net in cfg.allow_net:
-        try:
-            ipaddress.ip_network(net, strict=False)
-        except ValueError:
-            raise ConfigError(f"--allow-net wants a CIDR such as 127.1.0.0/16, got {net!r}") from None
+    for flag, nets in (("--allow-net", cfg.allow_net), ("--only-net", cfg.only_net)):
+        for net in nets:
+            try:
+                ipaddress.ip_network(net.strip(), strict=False)
+            except ValueError:
+                raise ConfigError(f"{flag} wants a CIDR such as 127.1.0.0/16, got {net!r}") from None
+    if cfg.proxy:
+        check_proxy(cfg.proxy)
     if not cfg.user_agent.strip():
         raise ConfigError("user_agent must not be empty")
     positive("pdf_max_pages", cfg.pdf_max_pages)
@@ -507,6 +519,51 @@ def check_stop_spec(spec: str) -> None:
     if kind == "selector" and value.strip():
         return
     raise ConfigError(f"stop condition {spec!r}: expected head, selector:CSS or bytes:SIZE")
+
+
+PROXY_SCHEMES = ("http", "https", "socks5")
+# A header's name is an RFC 9110 token; its value may hold no line break (it would start a header of
+# its own, or a body: request splitting) nor a NUL.
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_HEADER_VALUE_BAD = re.compile(r"[\r\n\x00]")
+
+
+def check_proxy(url: str) -> None:
+    """Refuse a proxy URL that is not SCHEME://[USER:PASSWORD@]HOST:PORT with a scheme we support.
+
+    socks5h (and socks4a) let the proxy resolve the target's name, so the address guard would never
+    see the address connected to; they are refused rather than taken unguarded."""
+    parts = urlsplit(url.strip())
+    scheme = parts.scheme.lower()
+    if scheme in ("socks5h", "socks4", "socks4a"):
+        raise ConfigError(f"--proxy {scheme}:// is not supported: the crawler must resolve each target "
+                          "itself for the address guard to judge it (use socks5://)")
+    if scheme not in PROXY_SCHEMES:
+        raise ConfigError(f"--proxy wants http://, https:// or socks5://HOST:PORT, got {url!r}")
+    try:
+        port = parts.port
+    except ValueError:
+        raise ConfigError(f"--proxy {url!r}: the port is not a number from 1 to 65535") from None
+    if not parts.hostname or port is None or (parts.path not in ("", "/")) or parts.query:
+        raise ConfigError(f"--proxy wants SCHEME://HOST:PORT (a port, no path), got {url!r}")
+
+
+def parse_header(text: str) -> tuple[str, str]:
+    """A `Name: value` header line as (name, value), checked as `check_header` does."""
+    name, sep, value = text.partition(":")
+    if not sep:
+        raise ConfigError(f"--header wants 'NAME: VALUE', got {text[:200]!r}")
+    return check_header(name.strip(), value.strip())
+
+
+def check_header(name: str, value: str) -> tuple[str, str]:
+    """(name, value), or a ConfigError when the name is no header name or the value holds a line break."""
+    if not _HEADER_NAME.fullmatch(name):
+        raise ConfigError(f"--header: {name[:100]!r} is not a header name (letters, digits and "
+                          "!#$%&'*+-.^_`|~ only)")
+    if _HEADER_VALUE_BAD.search(value):
+        raise ConfigError(f"--header {name}: the value may not hold a line break (CR, LF) or NUL")
+    return name, value
 
 
 def parse_resolve(spec: str) -> ResolveEntry:
@@ -602,12 +659,17 @@ def _to_resolves(name: str, value: Any) -> tuple[ResolveEntry, ...]:
 
 
 def _to_headers(name: str, value: Any) -> tuple[tuple[str, str], ...]:
-    wanted = "a table of header names and values (strings)"
+    wanted = "a table of header names and values (strings), or 'NAME: VALUE' lines"
     pairs = list(value.items()) if isinstance(value, Mapping) else _items(name, value, wanted, ())
+    checked = []
     for pair in pairs:
+        if isinstance(pair, str) and name == "extra_headers":  # --header 'Name: value'
+            checked.append(parse_header(pair))
+            continue
         if not (isinstance(pair, list | tuple) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
             raise _refuse(name, wanted, value)
-    return tuple((key, text) for key, text in pairs)
+        checked.append(check_header(pair[0], pair[1]) if name == "extra_headers" else (pair[0], pair[1]))
+    return tuple(checked)
 
 
 _CONVERTERS: dict[str, Callable[[str, Any], Any]] = {
@@ -718,6 +780,15 @@ def merge_settings(stored: Mapping[str, Any], given: Mapping[str, Any]) -> tuple
     notes = []
     for name in sorted(flat_settings(given)):
         if name in kept and name not in RUN_ONLY and getattr(before, name) != getattr(after, name):
-            old, new = _json_ready(getattr(before, name)), _json_ready(getattr(after, name))
+            old, new = (_shown(name, _json_ready(getattr(cfg, name))) for cfg in (before, after))
             notes.append(f"{flag_name(name)}: {new!r} replaces the crawl's stored {old!r}")
     return after, notes
+
+
+def _shown(name: str, value: Any) -> Any:
+    """A setting's value as a message may show it: a proxy's password hidden."""
+    if name == "proxy" and isinstance(value, str) and "@" in value:
+        parts = urlsplit(value)
+        if parts.password is not None:
+            return value.replace(f":{parts.password}@", ":***@", 1)
+    return value

@@ -108,6 +108,13 @@ class BlockedAddressError(FetchError):
     transient = False
 
 
+class OutsideNetError(FetchError):
+    """The address connected to is outside every `--only-net` range (the crawl is confined to them)."""
+
+    error_class = "outside_net"
+    transient = False
+
+
 class TooManyRedirectsError(FetchError):
     """More redirect hops than allowed."""
 
@@ -151,7 +158,7 @@ EXIT_OK = 0
 EXIT_FAILED = 1  # generic: a seed refused by a rule of the crawl (robots.txt, a budget), a worker died
 EXIT_USAGE = 2  # bad options or input: an option, a config file, a seed, the output folder
 EXIT_IO = 3  # the output (WARC files, logs) could not be written
-EXIT_NETWORK = 4  # DNS, connection, timeout, or an address the guard refuses
+EXIT_NETWORK = 4  # DNS, connection, timeout, or an address the guard (or --only-net) refuses
 EXIT_TLS = 5  # TLS handshake or certificate verification
 EXIT_PROTOCOL = 7  # broken HTTP framing, redirect loops, refused redirects, undecodable bodies
 EXIT_SERVER = 8  # the server answered with an error status (4xx, 5xx)
@@ -176,6 +183,8 @@ FAILURE_HELP: dict[str, FailureHelp] = {
     "connect": FailureHelp(EXIT_NETWORK, "no connection: check the host and port, and that the server is up"),
     "timeout": FailureHelp(EXIT_NETWORK, "no answer in time: --timeout allows longer"),
     "blocked_address": FailureHelp(EXIT_NETWORK, "--allow-net {address} allows it"),
+    "outside_net": FailureHelp(EXIT_NETWORK, "outside the crawl's --only-net ranges: --only-net {address} "
+                               "adds it"),
     "robots_unavailable": FailureHelp(EXIT_NETWORK, "robots.txt could not be read: --ignore-robots skips it"),
     "tls": FailureHelp(EXIT_TLS, "the certificate could not be verified: --insecure skips the check"),
     "protocol": FailureHelp(EXIT_PROTOCOL),

@@ -156,11 +156,20 @@ SETTINGS: tuple[Setting, ...] = (
     _("max_redirects", "redirects followed per fetch, at most"),
     _("user_agent", "User-Agent header and robots.txt product token", ("--user-agent",),
       metavar="TEXT", commands=(*BOTH, "step")),
-    _("extra_headers", "headers sent with every request (a table of names and values)"),
+    _("extra_headers", "a header sent with every request of the crawl, robots.txt's too (there "
+      "without Authorization and Cookie); repeatable; TOML: a table of names and values",
+      ("--header",), metavar="'NAME: VALUE'", form="list", commands=(*BOTH, "step")),
     _("resolve", "pin a host name to an address, as curl's --resolve (repeatable)", ("--resolve",),
       metavar="HOST:PORT:ADDR", form="list", commands=(*BOTH, "step", "worker"), scope="machine"),
     _("allow_net", "allow connections to this private/loopback range (repeatable)", ("--allow-net",),
       metavar="CIDR", form="list", commands=(*BOTH, "step", "worker"), scope="machine"),
+    _("only_net", "fetch only from addresses in this range (repeatable): every connection, "
+      "redirect hop and rendered page's request; others end as outside_net (narrows only: a "
+      "private range needs --allow-net as well)", ("--only-net",), metavar="CIDR", form="list",
+      commands=(*BOTH, "step")),
+    _("proxy", "send every request through this proxy: http://, https:// or socks5:// HOST:PORT "
+      "(the crawler resolves each target and the address guard judges it; socks5h is refused)",
+      ("--proxy",), metavar="URL", commands=(*BOTH, "step"), api=False),
     _("verify_tls", "verify TLS certificates", ("--insecure",), "do not verify TLS certificates",
       form="negated", commands=(*BOTH, "step")),
     _("http2", "partial fetches over HTTP/2 where ALPN offers it (auto), for every request "

@@ -1,8 +1,13 @@
 """The private-address guard: which IP addresses the crawler may connect to (SSRF defence).
 
-Pure and free of I/O. The transport asks `AddressGuard.is_allowed` for the address a socket is
+Pure and free of I/O. The transport asks `AddressGuard.refusal` for the address a socket is
 actually about to connect to (after DNS, on every hop), which also defeats DNS rebinding, and
 covers every spelling of an address in a URL (127.1, 2130706433, 0x7f000001, [::ffff:7f00:1]).
+
+Two rules, both must pass: the default ban on private and reserved ranges (lifted range by range with
+`allow_nets`, `--allow-net`), and, when `only_nets` is given (`--only-net`), the address must fall in
+one of them. `only_nets` only narrows: a private range named there is still refused unless
+`--allow-net` lifts it, so a setting an API user may give can never widen what the crawler reaches.
 """
 
 from __future__ import annotations
@@ -78,12 +83,25 @@ def parse_ip(text: str) -> IPAddress | None:
         return None
 
 
-class AddressGuard:
-    """Decides whether connecting to an IP address is allowed; `allow_nets` lift the default ban."""
+# Why the guard refuses an address (`AddressGuard.refusal`): '' for none.
+BLOCKED = "blocked"  # private or reserved, and no --allow-net range lifts it
+OUTSIDE = "outside"  # not in any --only-net range
 
-    def __init__(self, allow_nets: Sequence[str] = ()) -> None:
+
+def _in_any(addr: IPAddress, nets: Sequence[IPNetwork]) -> bool:
+    return any(addr.version == net.version and addr in net for net in nets)
+
+
+class AddressGuard:
+    """Decides whether connecting to an IP address is allowed; `allow_nets` lift the default ban,
+    `only_nets` (when given) confine every connection to their ranges."""
+
+    def __init__(self, allow_nets: Sequence[str] = (), only_nets: Sequence[str] = ()) -> None:
         self._allow: tuple[IPNetwork, ...] = tuple(
             ipaddress.ip_network(n, strict=False) for n in allow_nets
+        )
+        self._only: tuple[IPNetwork, ...] = tuple(
+            ipaddress.ip_network(n, strict=False) for n in only_nets
         )
 
     @property
@@ -91,14 +109,36 @@ class AddressGuard:
         """The allow-list as CIDR strings."""
         return tuple(str(n) for n in self._allow)
 
+    @property
+    def only_nets(self) -> tuple[str, ...]:
+        """The ranges every connection is confined to, as CIDR strings (none: no confinement)."""
+        return tuple(str(n) for n in self._only)
+
     def _allowed_by_list(self, addr: IPAddress) -> bool:
-        return any(addr.version == net.version and addr in net for net in self._allow)
+        return _in_any(addr, self._allow)
+
+    def refusal(self, ip: str) -> str:
+        """Why a connection to `ip` may not be made: BLOCKED, OUTSIDE, or '' when it may."""
+        addr = parse_ip(ip)
+        if addr is None:
+            return BLOCKED
+        if self._only and not self._inside(addr):
+            return OUTSIDE
+        return "" if self._public_or_listed(addr) else BLOCKED
+
+    def _inside(self, addr: IPAddress) -> bool:
+        """Whether `addr` (or the IPv4 address an IPv4-mapped one reaches) falls in an --only-net range.
+        Only the mapped form counts: a NAT64 or 6to4 address reaches a gateway, not its IPv4 part."""
+        if _in_any(addr, self._only):
+            return True
+        inner = addr.ipv4_mapped if isinstance(addr, ipaddress.IPv6Address) else None
+        return inner is not None and _in_any(inner, self._only)
 
     def is_allowed(self, ip: str) -> bool:
         """Whether a connection to `ip` may be made; unparsable text is refused."""
-        addr = parse_ip(ip)
-        if addr is None:
-            return False
+        return not self.refusal(ip)
+
+    def _public_or_listed(self, addr: IPAddress) -> bool:
         if self._allowed_by_list(addr):
             return True
         if isinstance(addr, ipaddress.IPv6Address):

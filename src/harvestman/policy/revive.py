@@ -1,9 +1,10 @@
 """Which failed URLs a new run fetches again: those whose cause the run's settings removed.
 
 A URL that ended gone because of a setting the user has since mended (`--allow-net` now covers the
-address it was refused, `--ignore-robots`, a `--resolve` pin for a host that did not resolve), or of
-an error class named with `--retry-failed`, is queued again when the crawl is resumed or re-crawled;
-every other failure stays as it was. Pure: the caller reads the failures and requeues the URLs.
+address it was refused, `--only-net` now takes that address in or is no longer given, `--ignore-robots`,
+a `--resolve` pin for a host that did not resolve), or of an error class named with `--retry-failed`,
+is queued again when the crawl is resumed or re-crawled; every other failure stays as it was. Pure:
+the caller reads the failures and requeues the URLs.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from harvestman.model.records import UrlRecord
 from harvestman.net.addrguard import AddressGuard, parse_ip
 
 # The transport's words for a connection the address guard refused (fetch/transport.py).
-_REFUSED_ADDRESS = re.compile(r"refused to connect to (.+?): a private")
+_REFUSED_ADDRESS = re.compile(r"refused to connect to (.+?): (?:a private|outside)")
 _CLASS_NAME = re.compile(r"[a-z0-9_]+|http_[1-5]xx")
 # Why a failure is taken as mended, by error class (for the run's note).
-MENDED_BY = {"blocked_address": "--allow-net", "robots": "--ignore-robots", "dns": "--resolve"}
+MENDED_BY = {"blocked_address": "--allow-net", "outside_net": "--only-net", "robots": "--ignore-robots",
+             "dns": "--resolve"}
 
 
 def refused_address(record: UrlRecord) -> str:
@@ -63,7 +65,7 @@ class Revival:
 
 def revival(failures: Iterable[UrlRecord], cfg: CrawlConfig, retry: Collection[str] = ()) -> Revival:
     """The failed URLs that `cfg` (and the `retry` error classes) let the run fetch again."""
-    guard = AddressGuard(cfg.allow_net)
+    guard = AddressGuard(cfg.allow_net, cfg.only_net)
     pinned = {entry.host.lower() for entry in cfg.resolve}
     urls: list[str] = []
     counts: dict[str, int] = {}
@@ -80,7 +82,7 @@ def _reason(record: UrlRecord, cfg: CrawlConfig, guard: AddressGuard, pinned: se
     error = record.error_class
     if error in retry or (error.startswith("http_") and f"{error[:6]}xx" in retry):
         return f"--retry-failed {error}"
-    if error == "blocked_address":
+    if error in ("blocked_address", "outside_net"):
         address = refused_address(record)
         return f"{MENDED_BY[error]} allows them" if address and guard.is_allowed(address) else ""
     if error == "robots":

@@ -48,7 +48,8 @@ PAGE_SIZE = 100  # documents in one GET /v1/crawl/ID answer; `next` points at th
 OPTIONS_FILE = "firecrawl.json"  # a crawl's scrapeOptions, beside its serve.json
 MAX_SITEMAPS = 10  # sitemaps read by one /v1/map (robots.txt's, /sitemap.xml, and their children)
 SCRAPE_TIMEOUT = 60.0
-REFUSALS = frozenset({"blocked_address", "robots"})  # the server's rules or the site's, not a failure
+# Refusals by the server's network rules or the site's robots.txt: a 403, not a failed fetch.
+REFUSALS = frozenset({"blocked_address", "outside_net", "robots"})
 
 
 def _answer(status: int, body: dict[str, Any]) -> JSONResponse:
