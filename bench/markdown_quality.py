@@ -89,7 +89,7 @@ def score(markdown: str, truth: Any) -> dict[str, float]:
     pipe_lines = [_key(line) for line in markdown.splitlines() if line.lstrip().startswith("|")]
     table_found = table_all = 0
     for table in truth.css("table"):
-        if table.css_first("table") is not None:
+        if len(table.css("table")) > 1:  # (css() includes the node itself)
             continue  # a layout table around others: its inner tables count
         cell = table.css_first("td, th")
         first = _key(cell.text(separator=" ")) if cell is not None else ""
