@@ -45,7 +45,7 @@ _WORD = re.compile(r"\w+")
 _LINK_TARGET = re.compile(  # inline and reference link targets, autolinks, bare URLs
     r"\]\([^)]*\)|\]\[[^\]]*\]|^\s*\[[^\]]+\]:\s*\S+.*$|<https?://[^>]*>|https?://\S+", re.M)
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$", re.M)
-_QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+", re.M)
+_QUOTE = re.compile(r"^[ \t]*(?:>(?:[ \t]|$))+", re.M)  # "> " quote marks, not a ">>>" prompt
 _FENCED = re.compile(r"^\s*(```|~~~)[^\n]*\n(.*?)^\s*\1", re.M | re.S)
 
 
@@ -157,20 +157,30 @@ CANDIDATES: dict[str, Callable[[str, str], str]] = {
 
 CRAWL4AI_SCRIPT = r"""
 import json, sys, time
+from crawl4ai.content_filter_strategy import PruningContentFilter
 from crawl4ai.content_scraping_strategy import LXMLWebScrapingStrategy
 from crawl4ai.markdown_generation_strategy import DefaultMarkdownGenerator
-scraper, generator = LXMLWebScrapingStrategy(), DefaultMarkdownGenerator()
-out = []
+scraper = LXMLWebScrapingStrategy()
+plain, pruned = DefaultMarkdownGenerator(), DefaultMarkdownGenerator(content_filter=PruningContentFilter())
+out = {"raw": [], "fit": []}
 for item in json.load(sys.stdin):
-    start = time.process_time()
-    scraped = scraper.scrap(item["url"], item["html"])
-    result = generator.generate_markdown(input_html=scraped.cleaned_html, base_url=item["url"])
-    out.append({"markdown": result.raw_markdown, "cpu": time.process_time() - start})
+    for name, generator in (("raw", plain), ("fit", pruned)):
+        start = time.process_time()
+        scraped = scraper.scrap(item["url"], item["html"])
+        result = generator.generate_markdown(input_html=scraped.cleaned_html, base_url=item["url"])
+        markdown = result.raw_markdown if name == "raw" else result.fit_markdown
+        out[name].append({"markdown": markdown, "cpu": time.process_time() - start})
 json.dump(out, sys.stdout)
 """
+CRAWL4AI_ROWS = {"raw": "crawl4ai raw_markdown (scraper + DefaultMarkdownGenerator)",
+                 "fit": "crawl4ai fit_markdown (+ PruningContentFilter)"}
 
 
-def _crawl4ai(python: str, docs: list[tuple[str, str, Any]]) -> tuple[list[str], list[float]] | str:
+Outputs = dict[str, tuple[list[str], list[float]]]  # row -> (Markdown, CPU seconds) of each page
+
+
+def _crawl4ai(python: str, docs: list[tuple[str, str, Any]]) -> Outputs | str:
+    """crawl4ai's Markdown of each page, by row (raw, fit), and its CPU; or why it could not run."""
     items = [{"html": html, "url": url} for html, url, _ in docs]
     with tempfile.TemporaryFile("w+") as feed:
         json.dump(items, feed)
@@ -180,7 +190,7 @@ def _crawl4ai(python: str, docs: list[tuple[str, str, Any]]) -> tuple[list[str],
     if done.returncode:
         return done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
     found = json.loads(done.stdout)
-    return [f["markdown"] for f in found], [f["cpu"] for f in found]
+    return {name: ([f["markdown"] for f in rows], [f["cpu"] for f in rows]) for name, rows in found.items()}
 
 
 # ----- the pages ------------------------------------------------------------------------------------
@@ -240,9 +250,10 @@ def run(site: str, docs: list[tuple[str, str, Any]], crawl4ai: str) -> None:
     if crawl4ai:
         found = _crawl4ai(crawl4ai, docs)
         if isinstance(found, str):
-            print(f"| crawl4ai DefaultMarkdownGenerator | could not run: {found} |")
+            print(f"| crawl4ai | could not run: {found} |")
         else:
-            print(measure("crawl4ai (LXMLWebScrapingStrategy + DefaultMarkdownGenerator)", docs, *found))
+            for name, (outputs, cpu) in found.items():
+                print(measure(CRAWL4AI_ROWS[name], docs, outputs, cpu))
     else:
         print("| crawl4ai | not run (give --crawl4ai PYTHON of a venv where it is installed) |")
 

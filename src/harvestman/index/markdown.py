@@ -214,8 +214,8 @@ def provenance_of(place: WarcPlace, folder: str) -> Provenance:
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
 # A code fence, also inside a list item or a quote (Sphinx's indented blocks come out as quotes).
-_FENCE = re.compile(r"^[ \t]*(?:>[ \t]?)*(`{3,}|~{3,})")
-_PREFIX = re.compile(r"^[ \t]*(?:>[ \t]?)*")
+_FENCE = re.compile(r"^[ \t]*(?:>[ \t])*(`{3,}|~{3,})")
+_PREFIX = re.compile(r"^[ \t]*(?:>(?:[ \t]|$))*")  # "> " quote marks, not a ">>>" prompt
 
 
 @dataclass(frozen=True, slots=True)
