@@ -9,7 +9,8 @@ URL and returns Markdown. Against the content element:
   it kept), link targets and Markdown syntax left out of the count;
 - headings: the content's h1-h6 found as Markdown headings (`#` lines) with the same words;
 - code: the content's `pre` blocks found as code blocks (fenced or indented), by their first line;
-- tables: the content's tables found as Markdown tables (`|` rows), by their first cell;
+- tables: the content's data tables found as Markdown tables (`|` rows), by their first cell (layout
+  tables, whose cells hold tables or lists, as Sphinx's general index, are not counted);
 - CPU a page (one core, process time).
 
     apt-get install -y python3.11-doc postgresql-doc-15
@@ -89,8 +90,8 @@ def score(markdown: str, truth: Any) -> dict[str, float]:
     pipe_lines = [_key(line) for line in markdown.splitlines() if line.lstrip().startswith("|")]
     table_found = table_all = 0
     for table in truth.css("table"):
-        if len(table.css("table")) > 1:  # (css() includes the node itself)
-            continue  # a layout table around others: its inner tables count
+        if len(table.css("table")) > 1 or table.css_first("td ul, td ol, td dl, th ul, th dl"):
+            continue  # a layout table (around others, or cells holding lists: Sphinx's genindex)
         cell = table.css_first("td, th")
         first = _key(cell.text(separator=" ")) if cell is not None else ""
         if first:
