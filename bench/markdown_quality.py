@@ -87,7 +87,9 @@ def score(markdown: str, truth: Any) -> dict[str, float]:
         if first:
             code_all += 1
             code_found += any(first in region for region in regions)
-    pipe_lines = [_key(line) for line in markdown.splitlines() if line.lstrip().startswith("|")]
+    # Table rows: GFM's, with or without the outer pipes (html2text leaves them out).
+    pipe_lines = [_key(line) for line in markdown.splitlines()
+                  if line.lstrip().startswith("|") or " | " in line]
     table_found = table_all = 0
     for table in truth.css("table"):
         if len(table.css("table")) > 1 or table.css_first("td ul, td ol, td dl, th ul, th dl"):

@@ -13,6 +13,8 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from warcio.archiveiterator import ArchiveIterator
 
 from harvestman import CrawlConfig, Crawler
@@ -137,6 +139,31 @@ def test_a_long_paragraph_is_cut_at_spaces_and_size_zero_means_one_chunk() -> No
     assert all(len(c.text) <= 100 for c in chunks)
     assert " ".join(c.text for c in chunks) == text
     assert chunk_markdown(text, 0) == [Chunk(0, (), text)]
+
+
+_WORDS = st.text(alphabet="abcdefgh", min_size=1, max_size=9)
+_BLOCK = st.one_of(
+    st.builds(lambda level, words: "#" * level + " " + " ".join(words), st.integers(1, 4),
+              st.lists(_WORDS, min_size=1, max_size=4)),
+    st.lists(_WORDS, min_size=1, max_size=60).map(" ".join),
+    st.lists(st.lists(_WORDS, max_size=6).map(" ".join), min_size=1, max_size=12).map(
+        lambda lines: "```py\n" + "\n".join(lines) + "\n```"),  # blank lines inside, often
+    st.lists(st.tuples(_WORDS, _WORDS), min_size=1, max_size=12).map(
+        lambda rows: "| k | v |\n| --- | --- |\n" + "\n".join(f"| {a} | {b} |" for a, b in rows)),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_BLOCK, min_size=1, max_size=25), st.integers(40, 600))
+def test_chunks_hold_every_block_in_order_and_never_exceed_the_size(parts: list[str], size: int) -> None:
+    markdown = "\n\n".join(parts) + "\n"
+    chunks = chunk_markdown(markdown, size)
+    assert chunks and all(len(c.text) <= size for c in chunks)
+    assert [c.index for c in chunks] == list(range(len(chunks)))
+    if all(len(b.text) <= size for b in blocks(markdown)):  # nothing had to be cut
+        assert _blocks_of(chunks) == [b.text for b in blocks(markdown)]
+    for chunk in chunks:  # each chunk is whole Markdown: its code fences pair up
+        assert chunk.text.count("```") % 2 == 0
 
 
 # ----- over real sockets -----------------------------------------------------------------------------

@@ -24,8 +24,6 @@ from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborHTMLParser
 
-from harvestman.model.records import WarcPlace
-
 DEFAULT_CHUNK_SIZE = 2_000  # characters a chunk (~500 tokens of English text)
 MAX_HTML = 4 * 1024 * 1024  # characters of a page read: a bigger one's Markdown comes from its start
 MAX_TITLE = 1_000
@@ -201,15 +199,6 @@ def markdown_page(html: str, url: str, provenance: Provenance) -> MarkdownPage:
     return MarkdownPage(url, title, detect_language(plain_text(markdown), declared), markdown, provenance)
 
 
-def provenance_of(place: WarcPlace, folder: str) -> Provenance:
-    """A stored response's provenance, its file named relative to the crawl folder `folder`."""
-    file = place.file
-    prefix = folder.rstrip("/") + "/"
-    if file.startswith(prefix):
-        file = file[len(prefix):]
-    return Provenance(place.record_id, file, place.offset, place.date)
-
-
 # ----- chunks -------------------------------------------------------------------------------------
 
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)[ \t]*#*[ \t]*$")
@@ -219,22 +208,24 @@ _PREFIX = re.compile(r"^[ \t]*(?:>(?:[ \t]|$))*")  # "> " quote marks, not a ">>
 
 
 @dataclass(frozen=True, slots=True)
-class _Block:
+class Block:
+    """One block of a Markdown text: what a chunk never cuts unless it alone is too large."""
+
     kind: str  # heading, code, table, text
     text: str
     level: int = 0  # a heading's
 
 
-def blocks(markdown: str) -> Iterator[_Block]:
+def blocks(markdown: str) -> Iterator[Block]:
     """The Markdown's blocks in order: headings, fenced code blocks and tables whole, and the
     paragraphs (lists, quotes) between blank lines."""
     lines = markdown.splitlines()
     i, n = 0, len(lines)
     para: list[str] = []
 
-    def flush() -> Iterator[_Block]:
+    def flush() -> Iterator[Block]:
         if para:
-            yield _Block("text", "\n".join(para))
+            yield Block("text", "\n".join(para))
             para.clear()
 
     while i < n:
@@ -247,18 +238,18 @@ def blocks(markdown: str) -> Iterator[_Block]:
             while i < n and not _PREFIX.sub("", lines[i], count=1).startswith(mark):
                 i += 1
             i = min(i, n - 1) + 1  # past the closing fence (an unclosed block runs to the end)
-            yield _Block("code", "\n".join(lines[start:i]))
+            yield Block("code", "\n".join(lines[start:i]))
             continue
         heading = _HEADING.match(line)
         if heading:
             yield from flush()
-            yield _Block("heading", line, len(heading.group(1)))
+            yield Block("heading", line, len(heading.group(1)))
         elif _PREFIX.sub("", line, count=1).startswith("|"):
             yield from flush()
             start = i
             while i + 1 < n and _PREFIX.sub("", lines[i + 1], count=1).startswith("|"):
                 i += 1
-            yield _Block("table", "\n".join(lines[start:i + 1]))
+            yield Block("table", "\n".join(lines[start:i + 1]))
         elif not line.strip():
             yield from flush()
         else:
@@ -267,12 +258,12 @@ def blocks(markdown: str) -> Iterator[_Block]:
     yield from flush()
 
 
-def _heading_text(block: _Block) -> str:
+def _heading_text(block: Block) -> str:
     found = _HEADING.match(block.text)
     return plain_text(found.group(2)).strip() if found else ""
 
 
-def _split_block(block: _Block, size: int) -> list[str]:
+def _split_block(block: Block, size: int) -> list[str]:
     """A block larger than `size` in pieces of at most `size`: code and tables at lines (each piece
     of code fenced again, each piece of a table under its header rows again), text at spaces."""
     if block.kind not in ("code", "table"):
@@ -329,7 +320,7 @@ def chunk_markdown(markdown: str, size: int = DEFAULT_CHUNK_SIZE) -> list[Chunk]
     if size < 1:
         return [Chunk(0, (), markdown.strip())]
     # Sections: the blocks under each heading (the heading first), with the path to it.
-    sections: list[tuple[tuple[str, ...], list[_Block]]] = []
+    sections: list[tuple[tuple[str, ...], list[Block]]] = []
     path: list[tuple[int, str]] = []
     for block in blocks(markdown):
         if block.kind == "heading":
