@@ -159,7 +159,7 @@ CANDIDATES: dict[str, Callable[[str, str], str]] = {
 }
 
 CRAWL4AI_SCRIPT = r"""
-import json, sys, time
+import json, re, sys, time
 from crawl4ai.content_filter_strategy import PruningContentFilter
 from crawl4ai.content_scraping_strategy import LXMLWebScrapingStrategy
 from crawl4ai.markdown_generation_strategy import DefaultMarkdownGenerator
@@ -167,6 +167,8 @@ scraper = LXMLWebScrapingStrategy()
 plain, pruned = DefaultMarkdownGenerator(), DefaultMarkdownGenerator(content_filter=PruningContentFilter())
 out = {"raw": [], "fit": []}
 for item in json.load(sys.stdin):
+    # Its lxml scraper refuses a str with an XML declaration (DocBook's XHTML); a browser's DOM has none.
+    item["html"] = re.sub(r"^\s*<\?xml[^>]*\?>", "", item["html"])
     for name, generator in (("raw", plain), ("fit", pruned)):
         start = time.process_time()
         scraped = scraper.scrap(item["url"], item["html"])
