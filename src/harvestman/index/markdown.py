@@ -189,14 +189,15 @@ def plain_text(markdown: str) -> str:
 
 def markdown_page(html: str, url: str, provenance: Provenance) -> MarkdownPage:
     """One page's Markdown record: its main content as Markdown, title, language and provenance."""
-    from harvestman.index.features import detect_language
+    from harvestman.index.features import LANGUAGE_SAMPLE, detect_language
 
     tree = _tree(html[:MAX_HTML])
     title = _title(tree)
     root = tree.root
     declared = (root.attributes.get("lang") or "") if root is not None else ""
     markdown = _markdown_of(tree, url)
-    return MarkdownPage(url, title, detect_language(plain_text(markdown), declared), markdown, provenance)
+    language = detect_language(plain_text(markdown[: LANGUAGE_SAMPLE * 2]), declared)  # its sample only
+    return MarkdownPage(url, title, language, markdown, provenance)
 
 
 # ----- chunks -------------------------------------------------------------------------------------
