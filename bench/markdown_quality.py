@@ -18,7 +18,28 @@ URL and returns Markdown. Against the content element:
     .venv/bin/python bench/markdown_quality.py [--pages 120] [--crawl4ai /path/to/venv/bin/python]
 
 crawl4ai (its DefaultMarkdownGenerator, on its own cleaned HTML, without a browser) runs in a venv of
-its own, given with --crawl4ai: it pins versions the project's venv must not take.
+its own, given with --crawl4ai: it pins versions the project's venv must not take
+(`python3 -m venv V && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 V/bin/pip install crawl4ai`).
+
+Last run (2026-12, load average ~19 on the 2 cores; CPU is process time), Python / PostgreSQL:
+
+    candidate                         precision recall  headings  code       tables  ms
+    harvestman (element + h-t-m)      0.997 0.996  820/823   1042/1042  69/74   4.2   (chosen)
+                                      0.999 1.000  360/360   254/267    66/66   1.0
+    element + markdownify             0.958 0.980  797/823   1042/1042  74/74   58.6
+                                      0.996 0.998  342/360   254/267    66/66   6.5
+    element + html2text               0.971 0.974  822/823   1038/1042  72/74   25.7
+                                      0.989 0.997  360/360   215/267    1/66    3.2
+    html-to-markdown, whole page      0.837 0.998  (as harvestman)                4.4
+    markdownify, whole page           0.769 0.982                                 77.1
+    html2text, whole page             0.791 0.977                                 34.6
+    trafilatura markdown              0.948 0.876  779/823   737/1042   58/74   52.9
+                                      0.994 0.936  0/360     91/267     66/66   9.1
+    resiliparse main content (text)   0.999 0.807  0/823     168/1042   -       2.9
+    crawl4ai raw_markdown             0.791 0.977  819/823   1042/1042  73/74   44.8
+                                      0.908 0.997  360/360   220/267    66/66   6.0
+    crawl4ai fit_markdown (pruning)   0.828 0.918  804/823   898/1042   73/74   288.9
+                                      0.936 0.988  360/360   220/267    66/66   28.1
 """
 
 from __future__ import annotations
