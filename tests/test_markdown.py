@@ -313,6 +313,7 @@ def test_a_crawl_still_writing_its_warc_file_exports_what_it_holds(tmp_path: Pat
     (("--what", "markdown", "--chunk-size", "-5"), "--chunk-size must be 0 (no chunks) or more"),
     (("--what", "urls", "--chunk-size", "100"), "--chunk-size is the Markdown export's"),
     (("--what", "markdown", "--chunk-size", "ten"), "invalid int value: 'ten'"),
+    (("--what", "markdown", "--out", "-"), "--what markdown is written to files"),
 ])
 def test_bad_export_arguments_are_refused_clearly(tmp_path: Path, args: tuple[str, ...],
                                                   message: str) -> None:

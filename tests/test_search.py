@@ -133,7 +133,8 @@ def test_site_limit_and_the_library_call(crawled: tuple[Path, dict[str, str]]) -
         harvestman.search(out, "title:(unclosed")
 
     done = run_cli("search", str(out), "sorting")  # the text form: title, URL, marked snippet
-    assert done.returncode == 0 and "Python tutorial" in done.stdout and "**Sorting**" in done.stdout
+    assert done.returncode == 0 and "Python tutorial" in done.stdout and "Sorting" in done.stdout
+    assert "**" not in done.stdout and "<b>" not in done.stdout  # piped: plain text (tests/test_cli_trial.py)
 
 
 def test_category_filter_from_the_page_features(tmp_path: Path, crawled: tuple[Path, dict[str, str]]) -> None:

@@ -29,6 +29,7 @@ from harvestman.model.settings import (
     flag_name,
     options_of,
 )
+from harvestman.model.sizes import parse_size
 from harvestman.serve import settings as served
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
@@ -156,10 +157,10 @@ def _from_shown(shown: str, default: Any) -> Any:
     """A default as --help shows it, read back as CrawlConfig holds it."""
     if isinstance(default, tuple):
         return tuple(shown.split(","))
-    if isinstance(default, int | float) and not isinstance(default, bool):
-        number, _, unit = shown.partition(" ")
-        scale = {"MiB": 1024**2, "GiB": 1024**3}.get(unit, 1)
-        return type(default)(float(number) * scale)
+    if isinstance(default, int) and not isinstance(default, bool):
+        return parse_size(shown)  # a size is shown as it is written: 10MiB
+    if isinstance(default, float):
+        return float(shown.partition(" ")[0])  # "2592000 (30 days)"
     return type(default)(shown)
 
 

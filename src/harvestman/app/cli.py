@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from collections.abc import Sequence
@@ -13,10 +14,11 @@ from harvestman import __version__
 from harvestman.app import cli_batch, cli_cycle, cli_extract, cli_features, cli_focus, cli_recrawl, cli_search
 from harvestman.app.options import CONFIG_HELP, DB_HELP, DIR_HELP, add_setting_options, given_settings
 from harvestman.app.progress import print_summary
-from harvestman.app.report import EXPORT_FORMATS, EXPORT_WHAT, crawl_report, export_records
+from harvestman.app.report import EXPORT_FORMATS, EXPORT_WHAT, STDOUT, crawl_report, export_records
 from harvestman.app.run import check_crawl_order, resumed_config, run_crawl, worker_config
 from harvestman.model.config import CrawlConfig, config_from_mapping
 from harvestman.model.errors import (
+    EXIT_CLOSED_OUTPUT,
     EXIT_FAILED,
     EXIT_IO,
     EXIT_OK,
@@ -24,6 +26,7 @@ from harvestman.model.errors import (
     ConfigError,
     CrawlExistsError,
     HarvestmanError,
+    OutputClosed,
     StorageError,
 )
 from harvestman.policy.revive import check_retry_classes
@@ -88,8 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument(
         "--out", "-o", type=Path, metavar="FILE", dest="output",
-        help="write here (default: DIR/export.FORMAT, DIR/index.cdxj for cdxj, DIR/markdown.FORMAT for "
-             "markdown)",
+        help="write here, '-' for standard output (jsonl, cdxj) (default: DIR/export.FORMAT, "
+             "DIR/index.cdxj for cdxj, DIR/markdown.FORMAT for markdown)",
     )
     export.add_argument("--output", type=Path, dest="output", help=argparse.SUPPRESS)  # the old spelling
     worker = commands.add_parser(
@@ -186,6 +189,18 @@ def run_demo(out: Path | None, quiet: bool, serve: bool = False) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the `harvestman` console script."""
+    try:
+        return _main(argv)
+    except (BrokenPipeError, OutputClosed):
+        # The reader of standard output went away (`| head -1`): nothing more to say to it. Standard
+        # output points at /dev/null from here on, so that Python's own flush at exit does not fail
+        # again (the recipe of Python's documentation, "Note on SIGPIPE").
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_CLOSED_OUTPUT
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -216,7 +231,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             what = "index lines" if args.format == "cdxj" else "links" if args.what == "links" else "records"
             what = "pages" if args.what in ("pages", "markdown") else what
             what = "documents" if args.what == "index" else what
-            print(f"{written.count} {what} written to {written.path}")
+            if written.path == STDOUT:  # standard output holds the export alone
+                print(f"harvestman: {written.count} {what} written to standard output", file=sys.stderr)
+            else:
+                print(f"{written.count} {what} written to {written.path}")
             if written.note and args.what == "markdown":
                 print(written.note)  # where the chunks went: part of the result, not a warning
             elif written.note:
@@ -240,6 +258,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             from harvestman.serve.server import serve  # FastAPI loads only for the server
 
             return serve(args.data, args.host, args.port, args.token, args.db)
+    except (BrokenPipeError, OutputClosed):  # standard output closed: main() ends quietly
+        raise
     except CrawlExistsError as exc:  # the library's message names settings; the command line's, flags
         print(f"harvestman: error: {exc.where} already holds a crawl; pass --resume to continue it, or "
               f"choose another --out{' or --db' if exc.in_db else ''}", file=sys.stderr)

@@ -177,6 +177,9 @@ def run_rounds(args: argparse.Namespace) -> int:
     """`harvestman crawl [SEED...] --out DIR --rounds R --top-n N`: the crawl cycle."""
     if args.top_n is None:
         raise ConfigError("--rounds needs --top-n N: how many URLs a round fetches")
+    if getattr(args, "metrics_port", None):
+        raise ConfigError("--metrics-port serves a continuous crawl's metrics (and `harvestman worker`'s); "
+                          "the crawl cycle's rounds (--rounds) have none")
     folder = Path(args.out_dir)
     values = overrides(args)
     cfg = _new_or_stored(folder, args.db or "", values)

@@ -39,7 +39,11 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
         "replay", help="run a focus strategy over a previous crawl's pages and link graph, offline")
     replay.add_argument("dir", type=Path, metavar="DIR", help=DIR_HELP)
     replay.add_argument("--focus", type=Path, metavar="FILE",
-                        help="the focus file (mode, topics, examples); without it, the crawl's bfs")
+                        help="the focus file (mode, topics, examples); without it, the crawl's bfs judged "
+                             "by the focus the crawl was made with")
+    replay.add_argument("--bfs", action="store_true",
+                        help="with --focus: replay the bfs order, every link followed, judged by that focus "
+                             "(the baseline its curve is compared with)")
     replay.add_argument("--budget", type=int, default=0, metavar="N",
                         help="fetch at most N pages (default all)")
     replay.add_argument("--out", type=Path, metavar="FOLDER",
@@ -113,7 +117,8 @@ def live_curve(cfg: CrawlConfig, focus: Focus) -> Path:
                          if r.http_status > 0 and r.state not in REDIRECTS)
     finally:
         store.close()
-    csv_path, _ = write_curve(harvest_curve([hit for _, hit in fetched]), Path(cfg.out_dir) / FOCUS_DIR)
+    csv_path, _ = write_curve(harvest_curve([hit for _, hit in fetched]), Path(cfg.out_dir) / FOCUS_DIR,
+                              title=f"harvest curve of the crawl, {focus.spec.mode} focus")
     return csv_path
 
 
@@ -135,6 +140,8 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError(f"not a focus command: {args.command!r}")
     if args.budget < 0:
         raise ConfigError(f"--budget must be >= 0, got {args.budget}")
+    if args.bfs and args.focus is None:
+        raise ConfigError("--bfs replays the bfs order judged by a focus: name its file with --focus FILE")
     crawl = read_crawl(args.dir, args.db)
     focus = None
     if args.focus is not None:
@@ -144,9 +151,21 @@ def run(args: argparse.Namespace) -> int:
             from harvestman.batch.focusreplay import learn_rules
 
             focus = replace(focus, rules=learn_rules(read_crawl(Path(file.training)), focus))
-    result = replay(crawl, focus, budget=args.budget)
+    judge = focus
+    if focus is None:  # the bfs baseline, judged as the crawl's own focus judged its pages
+        saved = saved_focus(Path(args.dir))
+        if saved is None:
+            raise ConfigError(f"{args.dir} was not crawled with --focus, so nothing judges its pages: name a "
+                              "focus file (--focus FILE, and --bfs for the bfs order judged by it)")
+        judge = saved[0]
+    elif args.bfs:
+        focus = None
+    assert judge is not None
+    result = replay(crawl, focus, budget=args.budget, judge=judge)
+    strategy = f"{focus.spec.mode} focus" if focus else f"bfs, judged by the {judge.spec.mode} focus"
     out = args.out or Path(args.dir) / f"replay-{focus.spec.mode if focus else 'bfs'}"
-    csv_path, png_path = write_curve(result.curve, out, total_relevant=result.relevant_total)
+    csv_path, png_path = write_curve(result.curve, out, total_relevant=result.relevant_total,
+                                     title=f"harvest curve, replay: {strategy}")
     with open(out / "order.jsonl", "w", encoding="utf-8") as order:
         for visit in result.visits:
             row = {"url": visit.url, "depth": visit.depth, "topic": visit.topic,

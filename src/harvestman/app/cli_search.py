@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -35,10 +36,20 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
     search.add_argument("--db", metavar="URL", default="", help=DB_HELP)
 
 
-def _highlight(snippet: str, tty: bool) -> str:
-    """A snippet for the terminal: the marked words bold on a terminal, in **stars** otherwise."""
-    marks = iter(("\033[1m", "\033[0m") * len(snippet) if tty else ("**", "**") * len(snippet))
-    return html.unescape(_MARK.sub(lambda _: next(marks), snippet))
+_BOLD_YELLOW, _RESET = "\033[1;33m", "\033[0m"
+
+
+def use_colour() -> bool:
+    """Whether standard output takes ANSI colours: a terminal, and no NO_COLOR (no-color.org)."""
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def _highlight(snippet: str, colour: bool) -> str:
+    """A snippet for the terminal: the matched words bold and coloured where `colour`, else plain text
+    (piped output is read by programs and people alike: no markup in it)."""
+    if not colour:
+        return html.unescape(_MARK.sub("", snippet))
+    return html.unescape(_MARK.sub(lambda m: _RESET if m.group().startswith("</") else _BOLD_YELLOW, snippet))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,12 +69,12 @@ def run(args: argparse.Namespace) -> int:
         if args.json:
             print(json.dumps(found.as_dict(), ensure_ascii=False))
             return EXIT_OK
-        tty = sys.stdout.isatty()
+        colour = use_colour()
         print(f"{found.total} pages match {found.query!r}" + (f"; the best {len(found.hits)}:" if found.hits
                                                                 else ""))
         for rank, hit in enumerate(found.hits, 1):
             print(f"\n{rank}. {hit.title or '(no title)'}  [{hit.score:.2f}]\n   {hit.url}")
             if hit.snippet:
-                print(f"   {_highlight(hit.snippet, tty)}")
+                print(f"   {_highlight(hit.snippet, colour)}")
         return EXIT_OK
     raise ConfigError(f"not a search command: {args.command!r}")

@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from harvestman.model.config import SECTION_OF, CrawlConfig, load_toml
-from harvestman.model.settings import SETTING, SETTINGS, Command, Setting, options_of
+from harvestman.model.errors import ConfigError
+from harvestman.model.settings import SETTING, SETTINGS, SIZE_SETTINGS, Command, Setting, options_of
+from harvestman.model.sizes import parse_size
 
 # What DIR means wherever a command names a crawl.
 DIR_HELP = "the crawl's folder: its database, WARC files, logs"
@@ -34,6 +36,14 @@ def _commas(value: str) -> list[str]:
     return [] if value.strip() == "none" else [k.strip() for k in value.split(",") if k.strip()]
 
 
+def _size(text: str) -> int:
+    """A size option's bytes (model/sizes.py); argparse says which option a bad one was given to."""
+    try:
+        return parse_size(text)
+    except ConfigError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
 def shown_default(name: str) -> str:
     """CrawlConfig's default of a setting as help and docs show it ('' when it is empty)."""
     value = getattr(_DEFAULTS, name)
@@ -41,10 +51,10 @@ def shown_default(name: str) -> str:
         return "true" if value else "false"
     if isinstance(value, tuple):
         return ",".join(map(str, value))
-    if isinstance(value, int) and (name.endswith("_bytes") or SETTING[name].metavar == "BYTES"):
+    if isinstance(value, int) and name in SIZE_SETTINGS:
         for unit, size in (("GiB", 1024 * _MIB), ("MiB", _MIB)):
             if value >= size and value % size == 0:
-                return f"{value // size} {unit}"
+                return f"{value // size}{unit}"  # as a size is written (model/sizes.py)
         return str(value)
     if isinstance(value, float):
         days = f" ({value / _DAY:g} days)" if value >= 2 * _DAY and value % _DAY == 0 else ""
@@ -73,6 +83,8 @@ def _option_kwargs(setting: Setting) -> dict[str, Any]:
     metavar = setting.metavar or {"int": "N", "float": "SECONDS"}.get(field_type)
     if setting.form == "commas":
         kwargs["type"] = _commas
+    elif setting.name in SIZE_SETTINGS:
+        kwargs["type"] = _size
     elif field_type in _TYPES:
         kwargs["type"] = _TYPES[field_type]
     if setting.form == "list":

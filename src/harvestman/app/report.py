@@ -5,11 +5,15 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Iterable
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from harvestman.model.errors import ConfigError, StorageError
 from harvestman.model.records import LinkEdge, UrlRecord, UrlState
@@ -24,6 +28,7 @@ EXPORT_FORMATS += ("opensearch", "solr")  # --what index: bulk files for search 
 EXPORT_WHAT += ("index",)  # the search index's documents
 EXPORT_WHAT += ("renders",)  # one row per page rendered in a browser (store/warc_renders.py)
 EXPORT_WHAT += ("markdown",)  # one row per HTML page as Markdown, one per chunk (index/markdown_files.py)
+STDOUT = Path("-")  # `--out -`: the export's lines go to standard output
 _TIME_FIELDS = ("fetch_time", "next_fetch_time")  # epoch seconds in the database; 0 means never
 
 
@@ -141,17 +146,35 @@ def _link_row(edge: LinkEdge) -> dict[str, Any]:
             "kind": edge.kind.value, "nofollow": edge.nofollow}
 
 
+@contextmanager
+def _lines_to(path: Path) -> Iterator[TextIO]:
+    """A text file to write an export's lines to: `path`, or standard output for STDOUT."""
+    if path == STDOUT:
+        yield sys.stdout
+        sys.stdout.flush()
+        return
+    with open(path, "w", encoding="utf-8") as out:
+        yield out
+
+
 def export_records(folder: Path, fmt: str, output: Path | None = None, db: str = "", *,
                    what: str = "urls", chunk_size: int | None = None) -> Exported:
     """Write one record per URL (`what="urls"`) or one row per link of each fetched HTML page
-    (`"links"`) as JSON lines or Parquet, or a CDXJ index of the WARC files; `chunk_size`: the
-    markdown export's (characters a chunk; 0 no chunks)."""
+    (`"links"`) as JSON lines or Parquet, or a CDXJ index of the WARC files; JSON lines and CDXJ
+    to standard output when `output` is STDOUT; `chunk_size`: the markdown export's (characters a
+    chunk; 0 no chunks)."""
     if fmt not in EXPORT_FORMATS:
         raise ConfigError(f"unknown export format {fmt!r}: use {', '.join(EXPORT_FORMATS)}")
     if what not in EXPORT_WHAT:
         raise ConfigError(f"unknown export {what!r}: use {', '.join(EXPORT_WHAT)}")
     if chunk_size is not None and what != "markdown":
         raise ConfigError("--chunk-size is the Markdown export's: give it with --what markdown")
+    if output == STDOUT and what == "markdown":
+        raise ConfigError("--what markdown is written to files (pages and chunks beside them): name "
+                          "one with --out")
+    if output == STDOUT and (fmt not in ("jsonl", "cdxj") or what == "index"):
+        raise ConfigError(f"--format {fmt}{' --what index' if what == 'index' else ''} is written to "
+                          "files: name one with --out (only jsonl and cdxj go to standard output)")
     if what == "markdown":
         return _export_markdown(folder, fmt, output, chunk_size)
     if what == "index" or fmt in ("opensearch", "solr"):
@@ -171,7 +194,7 @@ def export_records(folder: Path, fmt: str, output: Path | None = None, db: str =
     if fmt == "cdxj":
         open_crawl(folder, db).close()  # the same clear error for a folder that holds no crawl
         path = output or Path(folder) / "index.cdxj"
-        lines = write_cdxj(Path(folder), path)
+        lines = _cdxj_to_stdout(Path(folder)) if path == STDOUT else write_cdxj(Path(folder), path)
         return Exported(path, lines, "" if lines else _no_records(Path(folder)))
     path = output or Path(folder) / f"export.{fmt}"
     frontier = open_crawl(folder, db)
@@ -179,7 +202,7 @@ def export_records(folder: Path, fmt: str, output: Path | None = None, db: str =
         if fmt == "parquet":
             return Exported(path, _write_parquet(frontier, path))
         count = 0
-        with open(path, "w", encoding="utf-8") as out:
+        with _lines_to(path) as out:
             for record in frontier.records():
                 row = _as_row(record)
                 row["metadata"] = json.loads(record.metadata) if record.metadata else None  # an object
@@ -211,7 +234,7 @@ def _export_links(folder: Path, fmt: str, path: Path, db: str) -> Exported:
                                 ("kind", pa.string()), ("nofollow", pa.bool_())])
             return Exported(path, _write_parquet_rows(rows, schema, path))
         count = 0
-        with open(path, "w", encoding="utf-8") as out:
+        with _lines_to(path) as out:
             for row in rows:
                 out.write(json.dumps(row, ensure_ascii=False) + "\n")
                 count += 1
@@ -227,7 +250,7 @@ def _export_renders(folder: Path, path: Path) -> Exported:
     if not Path(folder).is_dir():
         raise ConfigError(f"{folder} is not a crawl folder")
     count = 0
-    with open(path, "w", encoding="utf-8") as out:
+    with _lines_to(path) as out:
         for row in rendered_pages(folder):
             out.write(json.dumps(row, ensure_ascii=False) + "\n")
             count += 1
@@ -257,7 +280,7 @@ def _export_pages(folder: Path, fmt: str, path: Path) -> Exported:
     pages = read_pages(folder)
     if fmt == "parquet":
         return Exported(path, write_pages(pages, path))
-    with open(path, "w", encoding="utf-8") as out:
+    with _lines_to(path) as out:
         for page in pages:
             out.write(json.dumps(to_row(page), ensure_ascii=False) + "\n")
     return Exported(path, len(pages))
@@ -303,6 +326,19 @@ def _no_records(folder: Path) -> str:
     if finished:
         return f"no response record in the {len(finished)} finished WARC files of {folder}{later}"
     return f"{folder} holds no finished WARC file (DIR/warc/, DIR/segments/*/warc/){later}"
+
+
+def _cdxj_to_stdout(folder: Path) -> int:
+    """Index the crawl's WARC files (write_cdxj) to standard output, through a file: the index is
+    sorted, so nothing can be written before every file is read."""
+    with tempfile.TemporaryDirectory(prefix="harvestman-cdxj-") as tmp:
+        path = Path(tmp) / "index.cdxj"
+        lines = write_cdxj(folder, path)
+        sys.stdout.flush()
+        with open(path, "rb") as index:
+            shutil.copyfileobj(index, sys.stdout.buffer)
+        sys.stdout.buffer.flush()
+    return lines
 
 
 def write_cdxj(folder: Path, path: Path) -> int:

@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from harvestman.app.metrics import MetricsFile, MetricsServer
 from harvestman.app.progress import ProgressDisplay, print_summary
 from harvestman.app.report import crawl_report
 from harvestman.app.seeds import check_seeds, run_verdict
@@ -18,6 +19,7 @@ from harvestman.batch.crawldir import open_crawl_store
 from harvestman.batch.cycle import crawl_exists
 from harvestman.batch.fetch_segment import FetchedSegment, SegmentFetch
 from harvestman.batch.generate import check_score_source
+from harvestman.crawl.exposition import MetricsSource
 from harvestman.crawl.job import CrawlJob
 from harvestman.crawl.plugins import load_plugins, with_plugin_scorer
 from harvestman.crawl.stats import CrawlStats, deferred_note
@@ -172,13 +174,23 @@ def check_crawl_order(cfg: CrawlConfig) -> None:
         store.close()
 
 
+@contextmanager
+def _closing(outlets: list[MetricsServer | MetricsFile]) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        for outlet in outlets:
+            outlet.close()
+
+
 def run_crawl(cfg: CrawlConfig, policies: Policies = NO_POLICIES, *, join: bool = False,
-              retry_failed: Collection[str] = ()) -> int:
+              retry_failed: Collection[str] = (), metrics_file: Path | None = None) -> int:
     """Run one crawl with a progress display and a summary; Ctrl-C stops it cleanly.
 
     `policies`: a link scorer and a fetch schedule, for every process of the crawl. With `join`,
     work on a crawl started elsewhere (its seeds are not given again). A resumed crawl first queues
-    again the failures its settings mend, and those of the `retry_failed` error classes.
+    again the failures its settings mend, and those of the `retry_failed` error classes. The run's
+    metrics are served on `cfg.metrics_port` and written to `metrics_file` (app/metrics.py), if so.
     """
     # Plugins load here first, so that an unknown or broken one is refused before anything starts.
     check_ordering(cfg.ordering, with_plugin_scorer(policies.scorer, load_plugins(cfg.plugins)))
@@ -190,9 +202,16 @@ def run_crawl(cfg: CrawlConfig, policies: Policies = NO_POLICIES, *, join: bool 
         check_before_creating(cfg)
         if cfg.resume and CrawlDir.of(cfg).holds_crawl():
             revive_failures(cfg, retry_failed)
-    job = CrawlJob(cfg, verdict=lambda folder: run_verdict(folder, cfg.db), join=join, policies=policies)
-    with stopped_by_signals(job.stop, say_so=not cfg.quiet):
-        job.start()  # before the display's thread: worker processes are forked
+    # Bound before the run starts: a port taken is refused before anything is crawled.
+    outlets: list[MetricsServer | MetricsFile] = [MetricsServer(cfg.metrics_port)] if cfg.metrics_port else []
+    if metrics_file is not None:
+        outlets.append(MetricsFile(metrics_file))
+    job = CrawlJob(cfg, verdict=lambda folder: run_verdict(folder, cfg.db), join=join, policies=policies,
+                   metrics=bool(outlets))
+    with stopped_by_signals(job.stop, say_so=not cfg.quiet), _closing(outlets):
+        job.start()  # before the display's and the metrics' threads: worker processes are forked
+        for outlet in outlets:
+            outlet.start(lambda: MetricsSource(job.stats.snapshot(), job.processes))
         try:
             if cfg.quiet or cfg.log_json:
                 job.wait()

@@ -96,9 +96,11 @@ def _result(url: str, page: tuple[str, str]) -> FetchResult:
     return FetchResult(url, url, status=200, content_type=ctype, text=text, body=text.encode())
 
 
-def replay(crawl: StoredCrawl, focus: Focus | None, *, budget: int = 0) -> Replay:
-    """Run `focus` (None: the crawl's own bfs) over a stored crawl, fetching at most `budget` pages
-    (0: until nothing is left)."""
+def replay(crawl: StoredCrawl, focus: Focus | None, *, budget: int = 0, judge: Focus | None = None) -> Replay:
+    """Run `focus` (None: the crawl's own bfs, every link followed) over a stored crawl, fetching at
+    most `budget` pages (0: until nothing is left). The pages are judged relevant by `focus`, or by
+    `judge` (a bfs baseline judged as a focus would judge it: its curve and recall compare)."""
+    assessor = focus or judge
     cfg = crawl.config
     settings = cfg.links
     scope = Scope(crawl.seeds, cfg.scope, cfg.include, cfg.exclude)
@@ -132,24 +134,28 @@ def replay(crawl: StoredCrawl, focus: Focus | None, *, budget: int = 0) -> Repla
             continue
         result = _result(url, page)
         parsed, hosts = outlinks(result, depth, settings, scope, follow, with_text=True)
-        if focus is None or parsed is None:
+        scores: dict[str, float] = {}
+        if assessor is None or parsed is None:
             visits.append(Visit(url, depth, "", 0.0, False))
-            scores: dict[str, float] = {}
             fresh = [u for u in hosts if u not in seen]
         else:
-            verdict, scores = focus.assess(CrawledPage(result, parsed, depth), score, hosts, follow)
+            verdict, judged_scores = assessor.assess(CrawledPage(result, parsed, depth), score, hosts, follow)
             visits.append(Visit(url, depth, verdict.topic, verdict.relevance, verdict.on_topic))
-            fresh = [u for u in hosts if u not in seen] if verdict.follow else []
+            if focus is None:  # bfs: every link followed in depth order, whatever the judge says
+                fresh = [u for u in hosts if u not in seen]
+            else:
+                scores = judged_scores
+                fresh = [u for u in hosts if u not in seen] if verdict.follow else []
         for link in fresh:
             seen.add(link)
             link_score = scores.get(link, 0.0)
             heapq.heappush(queue, (-link_score if ordered else depth + 1, order, link, depth + 1, link_score))
             order += 1
     relevant_total = 0
-    if focus is not None:
+    if assessor is not None:
         texts = [_text(page) for page in crawl.pages.values()]
-        judged = focus.model.predict_many(texts) if texts else []
-        relevant_total = sum(focus.judge(probs)[1] >= focus.spec.threshold for probs in judged)
+        judged = assessor.model.predict_many(texts) if texts else []
+        relevant_total = sum(assessor.judge(probs)[1] >= assessor.spec.threshold for probs in judged)
     return Replay(visits, harvest_curve([v.on_topic for v in visits]), relevant_total, len(crawl.pages))
 
 

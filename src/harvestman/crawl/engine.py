@@ -13,6 +13,7 @@ from pathlib import Path
 from harvestman.crawl.assembly import Chain, CrawlParts, PageHandler, RunPlace, assemble, page_transport
 from harvestman.crawl.commit import PendingCommit, internal_error_outcome, refusal_outcome
 from harvestman.crawl.ledger import EventHandler, HostTurns, RunLedger
+from harvestman.crawl.metrics import CrawlMetrics
 from harvestman.crawl.page_step import Fetched, PagePlan, Ticket
 from harvestman.crawl.robots_gate import RobotsGate
 from harvestman.crawl.seeding import store_seeds
@@ -23,7 +24,7 @@ from harvestman.fetch.fetcher import Fetcher
 from harvestman.fetch.partial import open_transport
 from harvestman.fetch.transport import Transport
 from harvestman.model.config import CrawlConfig
-from harvestman.model.errors import ConfigError, StorageError
+from harvestman.model.errors import ConfigError, OutputClosed, StorageError
 from harvestman.model.events import Event, EventKind
 from harvestman.model.faults import crash_point
 from harvestman.model.records import (
@@ -77,6 +78,7 @@ class Crawler:
         scorer: LinkScorer | None = None,
         schedule: FetchSchedule | None = None,
         parts: CrawlParts | None = None,
+        metrics: bool = False,
     ) -> None:
         if parts is None:
             parts = assemble(config, scorer=scorer, schedule=schedule, sinks=sinks)
@@ -86,7 +88,8 @@ class Crawler:
         self.worker = worker  # None: this process runs the whole crawl
         self._parts = parts
         self._keys = parts.keys
-        self.stats = CrawlStats()
+        # `metrics`: collect latency, errors by class, host waits (crawl/metrics.py) into the stats.
+        self.stats = CrawlStats(metrics=CrawlMetrics() if metrics else None)
         self._transport = transport
         self._frontier = frontier
         self._listeners: list[EventHandler] = [on_event] if on_event else []
@@ -98,7 +101,7 @@ class Crawler:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._commit = PendingCommit()  # crawl/commit.py: what the next transaction commits
         self._wake = asyncio.Event()
-        self._turns = HostTurns()
+        self._turns = HostTurns(self.stats.metrics.waited if self.stats.metrics is not None else None)
         self._rendering: Transport | None = None  # the browser's transport, when pages are rendered
 
     # ----- faces -----------------------------------------------------------------------------
@@ -149,7 +152,7 @@ class Crawler:
         self._wake = asyncio.Event()
         out = self._make_output_folder()
         frontier = self._frontier or self.open_frontier()
-        journal = RunJournal(out, sys.stdout if cfg.log_json else None)
+        journal = RunJournal(out, sys.stdout if cfg.log_json else None, on_closed=self.stop)
         self._listeners.insert(0, journal.event)
         transport = self._transport or open_transport(cfg.fetch)
         try:
@@ -173,6 +176,9 @@ class Crawler:
                 self._listeners.remove(journal.event)
         if self._fatal is not None:
             raise self._fatal
+        if journal.output_closed:
+            raise OutputClosed(f"standard output was closed: the crawl stopped ({cfg.out_dir}; --resume "
+                               "continues it)")
         return self.stats
 
     async def _run_chain(self, out: Path, seeds: list[str], frontier: Store, journal: RunJournal,
@@ -351,6 +357,8 @@ class Crawler:
                     self._commit.add(outcome)
                     return
                 ticket = passed
+            if self.stats.metrics is not None:
+                self.stats.metrics.starting(host, time.monotonic())
             result = await run.place.fetcher.fetch(leased.url, headers=ticket.headers, timeout=cfg.timeout,
                                                    max_size=cfg.max_size, attempt=leased.retries + 1,
                                                    stop=ticket.stop)

@@ -161,8 +161,10 @@ class CrawlJob:
         verdict: Callable[[Path], RunVerdict] | None = None,
         join: bool = False,
         policies: Policies = NO_POLICIES,
+        metrics: bool = False,
     ) -> None:
         self.config = config
+        self.metrics = metrics  # collect latency, errors by class ... (crawl/metrics.py) in every process
         self.processes = worker_count(config)
         self.join = join  # join a crawl started elsewhere (`harvestman worker`): always worker processes
         self.policies = policies  # a link scorer and a fetch schedule, for every crawling process
@@ -223,7 +225,8 @@ class CrawlJob:
         tune_for_crawling()
         if self.processes > 1 or self.join:
             pool = WorkerPool(cfg, self.processes, self._stats, on_event=on_event, on_page=self._on_page,
-                              sinks=self._sinks, join=self.join, policies=self.policies)
+                              sinks=self._sinks, join=self.join, policies=self.policies,
+                              metrics=self.metrics)
             self._stop = pool.stop
             pool.start()  # here, before this job's thread exists: the workers are forked
             return pool.wait
@@ -243,7 +246,8 @@ class CrawlJob:
             return call
 
         crawler = Crawler(cfg, on_event=guarded(on_event) if on_event else None, sinks=self._sinks,
-                          scorer=self.policies.scorer, schedule=self.policies.schedule)
+                          scorer=self.policies.scorer, schedule=self.policies.schedule,
+                          metrics=self.metrics)
         self._stats = crawler.stats
         self._stop = crawler.stop
         on_page = guarded(self._on_page) if self._on_page else None

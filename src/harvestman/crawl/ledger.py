@@ -37,6 +37,8 @@ class RunLedger:
 
     def pause(self, frontier: Store, host: str, until: float, reason: str) -> None:
         frontier.pause_host(host, until, reason)
+        if self.stats.metrics is not None:
+            self.stats.metrics.paused(host, max(0.0, until - time.time()))
         message = f"{reason}; until {until:.0f}"
         self.emit(Event(EventKind.HOST_PAUSED, time.time(), host=host, message=message))
 
@@ -46,6 +48,8 @@ class RunLedger:
         now = time.time()
         host = leased.host
         outcome = decision.outcome
+        if self.stats.metrics is not None:
+            self.stats.metrics.fetched(result.timings.total, result.status, outcome.error_class)
         if decision.pause_host_until > now:
             self.pause(frontier, host, decision.pause_host_until, decision.reason)
         if decision.host_failed:
@@ -83,6 +87,8 @@ class RunLedger:
         unreachable (failed); counted and reported."""
         now = time.time()
         self.done_total += 1
+        if self.stats.metrics is not None:
+            self.stats.metrics.error(error_class)
         if failed:
             self.stats.failed += 1
         else:
@@ -110,8 +116,9 @@ class HostTurns:
     are leased before its robots.txt (and Crawl-delay) is read.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, on_wait: Callable[[str, float], None] | None = None) -> None:
         self._next_start: dict[str, float] = {}  # host -> earliest start of its next fetch (monotonic)
+        self._on_wait = on_wait  # told each wait (host, seconds): the run's metrics, when collected
 
     async def take(self, host: str, delay: float) -> None:
         now = time.monotonic()
@@ -120,4 +127,6 @@ class HostTurns:
         if len(self._next_start) > MAX_SPACED_HOSTS:  # forget hosts whose turn has long passed
             self._next_start = {h: t for h, t in self._next_start.items() if t > now}
         if start > now:
+            if self._on_wait is not None:
+                self._on_wait(host, start - now)
             await asyncio.sleep(start - now)

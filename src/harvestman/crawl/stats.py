@@ -7,6 +7,7 @@ import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from harvestman.crawl.metrics import CrawlMetrics, MetricsSnapshot
 from harvestman.model.records import FetchOutcome, UrlState, landing_state
 
 PAGE_STATES = frozenset({UrlState.FETCHED, UrlState.NOT_MODIFIED})
@@ -77,11 +78,13 @@ class CrawlCounts:
     deferred_until: float = 0.0
     deferred_revisits: int = 0  # of `deferred`, the URLs fetched before that wait for a re-visit
     busy_hosts: frozenset[str] = frozenset()
+    metrics: MetricsSnapshot | None = None  # latency, errors by class ... (crawl/metrics.py), if collected
 
     @classmethod
     def total(cls, parts: Iterable[CrawlCounts], queued: int) -> CrawlCounts:
         """The counts of a crawl run by several processes, from each one's (`queued`: the crawl's)."""
         parts = list(parts)
+        measured = [p.metrics for p in parts if p.metrics is not None]
         return cls(
             fetched=sum(p.fetched for p in parts),
             failed=sum(p.failed for p in parts),
@@ -97,10 +100,11 @@ class CrawlCounts:
             deferred_until=min((p.deferred_until for p in parts if p.deferred), default=0.0),
             deferred_revisits=max((p.deferred_revisits for p in parts), default=0),
             busy_hosts=frozenset().union(*(p.busy_hosts for p in parts)),
+            metrics=MetricsSnapshot.total(measured) if measured else None,
         )
 
 
-_COUNTS = tuple(name for name in CrawlCounts.__dataclass_fields__ if name != "started_at")
+_COUNTS = tuple(name for name in CrawlCounts.__dataclass_fields__ if name not in ("started_at", "metrics"))
 
 
 @dataclass(slots=True)
@@ -121,6 +125,9 @@ class CrawlStats:
     deferred_until: float = 0.0
     deferred_revisits: int = 0
     busy_hosts: set[str] = field(default_factory=set)
+    # Collected only when asked for (--metrics-port, serve): None costs a default crawl nothing.
+    metrics: CrawlMetrics | None = None
+    shown_metrics: MetricsSnapshot | None = None  # a parent's: its workers' metrics, summed
 
     def pages_per_second(self, now: float | None = None) -> float:
         """Pages per second since the run started."""
@@ -134,6 +141,7 @@ class CrawlStats:
             self.in_flight, self.queued, self.retrying,
             self.next_attempt_at if self.in_flight == 0 else 0.0,
             self.deferred, self.deferred_until, self.deferred_revisits, frozenset(self.busy_hosts),
+            self.metrics.snapshot() if self.metrics is not None else self.shown_metrics,
         )
 
     def show(self, counts: CrawlCounts) -> None:
@@ -141,6 +149,7 @@ class CrawlStats:
         for name in _COUNTS:
             setattr(self, name, getattr(counts, name))
         self.busy_hosts = set(counts.busy_hosts)
+        self.shown_metrics = counts.metrics
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,7 +48,7 @@ from harvestman.crawl.ledger import EventHandler
 from harvestman.crawl.sinks import SinkFactory
 from harvestman.crawl.stats import CrawlCounts, CrawlStats, WorkerSlot, finished_message
 from harvestman.model.config import CrawlConfig
-from harvestman.model.errors import HarvestmanError
+from harvestman.model.errors import HarvestmanError, OutputClosed
 from harvestman.model.events import Event, EventKind
 from harvestman.model.records import CrawledPage
 from harvestman.policy.ordering import LinkScorer
@@ -108,10 +108,12 @@ class WorkerReport:
     counts: CrawlCounts
     finished: bool = False
     error: str = ""  # why the worker could not go on (a full disk, say)
+    output_closed: bool = False  # it stopped because standard output was closed (`--log-json | head`)
 
 
-def _report(index: int, stats: CrawlStats, *, finished: bool = False, error: str = "") -> WorkerReport:
-    return WorkerReport(index, stats.snapshot(), finished, error)
+def _report(index: int, stats: CrawlStats, *, finished: bool = False, error: str = "",
+            output_closed: bool = False) -> WorkerReport:
+    return WorkerReport(index, stats.snapshot(), finished, error, output_closed)
 
 
 class _Outbox:
@@ -164,9 +166,11 @@ NO_POLICIES = Policies()
 
 def _worker_main(cfg: CrawlConfig, slot: WorkerSlot, reports: Any, parent_pid: int, go: Any,
                  sinks: Sequence[SinkFactory] = (), forward: Connection | None = None,
-                 events: bool = False, pages: bool = False, policies: Policies = NO_POLICIES) -> None:
+                 events: bool = False, pages: bool = False, policies: Policies = NO_POLICIES,
+                 metrics: bool = False) -> None:
     """A worker process: once the parent has prepared the run, crawl this slot's share, reporting
-    counters (and over `forward` its `events` and `pages`, as asked) to the parent."""
+    counters (with its `metrics`, if asked; and over `forward` its `events` and `pages`, as asked)
+    to the parent."""
     _die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides what a Ctrl-C means
     # Until the crawl starts there is nothing to finish or to drop: a stop ends the worker.
@@ -178,7 +182,7 @@ def _worker_main(cfg: CrawlConfig, slot: WorkerSlot, reports: Any, parent_pid: i
     tune_for_crawling()
     outbox = _Outbox(forward) if forward is not None else None
     crawler = Crawler(cfg, worker=slot, sinks=sinks, on_event=outbox.event if outbox and events else None,
-                      scorer=policies.scorer, schedule=policies.schedule)
+                      scorer=policies.scorer, schedule=policies.schedule, metrics=metrics)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -207,22 +211,26 @@ def _worker_main(cfg: CrawlConfig, slot: WorkerSlot, reports: Any, parent_pid: i
                 task.cancel()
 
     error = ""
+    closed = False
     try:
         asyncio.run(main())
+    except OutputClosed:
+        closed = True
     except HarvestmanError as exc:
         error = str(exc)
     finally:
         if outbox is not None:
             with contextlib.suppress(OSError):  # the parent is gone: nobody to tell
                 outbox.send()
-    reports.put(_report(slot.index, crawler.stats, finished=True, error=error))
+    reports.put(_report(slot.index, crawler.stats, finished=True, error=error, output_closed=closed))
 
 
 PageCallback = Callable[[CrawledPage], None]
 
 
 class WorkerPool:
-    """Runs a prepared crawl in `count` worker processes and sums their counters into `stats`.
+    """Runs a prepared crawl in `count` worker processes and sums their counters (and `metrics`,
+    when they collect them) into `stats`.
 
     `on_event` and `on_page` get the workers' events and pages (see the module's docstring), called
     on the thread that runs `wait()`; `sinks` are built in each worker.
@@ -231,8 +239,9 @@ class WorkerPool:
     def __init__(self, cfg: CrawlConfig, count: int, stats: CrawlStats, *,
                  on_event: EventHandler | None = None, on_page: PageCallback | None = None,
                  sinks: Sequence[SinkFactory] = (), join: bool = False,
-                 policies: Policies = NO_POLICIES) -> None:
+                 policies: Policies = NO_POLICIES, metrics: bool = False) -> None:
         self.cfg = cfg
+        self.metrics = metrics  # the workers collect metrics (crawl/metrics.py), summed into `stats`
         self.policies = policies
         self.count = count
         self.join = join  # join a crawl started elsewhere: its seeds and leases are not touched
@@ -314,7 +323,7 @@ class WorkerPool:
             proc = context.Process(target=_worker_main, name=f"harvestman-worker-{i}",
                                    args=(worker_cfg, WorkerSlot(i, self.count), self._reports, os.getpid(),
                                          go, self._sinks, writer, self._on_event is not None, pages,
-                                         self.policies))
+                                         self.policies, self.metrics))
             self._procs.append(proc)
             proc.start()
             if writer is not None:
@@ -387,6 +396,7 @@ class WorkerPool:
         cfg = self.cfg
         latest: dict[int, WorkerReport] = {}
         errors: list[str] = []
+        closed = False  # a worker's standard output was closed: the others stop too, and the run ends so
         sampled = 0.0
         failed_at: float | None = None
         while any(proc.is_alive() for proc in self._procs) or not reports.empty() or self._inbox:
@@ -401,6 +411,9 @@ class WorkerPool:
                     latest[report.index] = report
                     if report.error:
                         errors.append(f"worker {report.index}: {report.error}")
+                    if report.output_closed and not closed:
+                        closed = True
+                        self.stop()
             for i, proc in enumerate(self._procs):
                 code = proc.exitcode
                 said = any(e.startswith((f"worker {i}:", f"worker {i} ")) for e in errors)
@@ -424,6 +437,9 @@ class WorkerPool:
         if errors:
             raise HarvestmanError("; ".join(errors) + f" (the crawl stopped; --resume continues it: "
                                   f"{cfg.out_dir})")
+        if closed:
+            raise OutputClosed(f"standard output was closed: the crawl stopped ({cfg.out_dir}; --resume "
+                               "continues it)")
 
     def _sum(self, reports: Iterable[WorkerReport], queued: int) -> None:
         self.stats.show(CrawlCounts.total((r.counts for r in reports), queued))

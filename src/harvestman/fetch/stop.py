@@ -17,6 +17,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from harvestman.model.errors import ConfigError
 from harvestman.model.records import StopCondition
+from harvestman.model.sizes import parse_size
 
 SELECTOR_STEP = 16 * 1024  # the selector is tried again after this many new bytes (or 1/8 of the page)
 MAX_TAG = 256 * 1024  # a tag still open after this many bytes is taken for text (body content)
@@ -30,16 +31,17 @@ _SPACE = b" \t\r\n\f\xef\xbb\xbf"  # whitespace, and a UTF-8 byte order mark, ar
 
 
 def parse_stop(spec: str) -> StopCondition:
-    """The StopCondition written as `spec`: "head", "selector:CSS" or "bytes:N" (ConfigError else)."""
+    """The StopCondition written as `spec`: "head", "selector:CSS" or "bytes:SIZE" (ConfigError else)."""
     text = spec.strip()
     if text == "head":
         return StopCondition("head")
     kind, sep, value = text.partition(":")
     value = value.strip()
     if sep and kind == "bytes":
-        if not value.isdigit() or int(value) <= 0:
-            raise ConfigError(f"stop condition {spec!r}: bytes:N needs a positive whole number of bytes")
-        return StopCondition("bytes", str(int(value)))
+        size = parse_size(value, f"stop condition {spec!r}")  # bytes:65536, bytes:64KiB
+        if size <= 0:
+            raise ConfigError(f"stop condition {spec!r}: bytes:SIZE needs a size above 0")
+        return StopCondition("bytes", str(size))
     if sep and kind == "selector":
         if not value:
             raise ConfigError(f"stop condition {spec!r}: selector:CSS needs a CSS selector")

@@ -34,8 +34,10 @@ from harvestman.model.settings import (  # the choices and scopes are declared w
     SCOPES,
     SCREENSHOT_MODES,
     SITEMAP_MODES,
+    SIZE_SETTINGS,
     flag_name,
 )
+from harvestman.model.sizes import parse_size
 
 DEFAULT_USER_AGENT = "harvestman/0.1 (+https://pypi.org/project/harvestman/)"
 # Distinct links kept per page. The index pages of documentation sites carry 13,000-17,000 (Python's
@@ -151,6 +153,7 @@ class RunSettings:
     workers: int
     quiet: bool
     log_json: bool
+    metrics_port: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,6 +281,9 @@ class CrawlConfig:
     segment_expiry: float = 7 * 86400.0
     quiet: bool = False
     log_json: bool = False
+    # A port on 127.0.0.1 serving the run's metrics as Prometheus text (app/metrics.py); 0: none, and
+    # no metric collected.
+    metrics_port: int = 0
     extra_headers: tuple[tuple[str, str], ...] = field(default=())
     # A PDF is parsed for its links (and text) up to this many pages, and only when it is at most
     # this many bytes: a hostile PDF costs the crawl a bounded parse (crawl/documents.py).
@@ -401,6 +407,8 @@ def _validate(cfg: CrawlConfig) -> None:
     if cfg.workers < 0 or cfg.workers > 256:
         raise ConfigError(f"workers must be between 0 (one per core) and 256, got {cfg.workers}")
     positive("per_host", cfg.per_host)
+    if not 0 <= cfg.metrics_port <= 65535:
+        raise ConfigError(f"metrics_port must be a TCP port (1-65535), or 0 for none, got {cfg.metrics_port}")
     positive("delay", cfg.delay, allow_zero=True)
     positive("retries", cfg.retries, allow_zero=True)
     positive("timeout", cfg.timeout)
@@ -494,11 +502,11 @@ def check_stop_spec(spec: str) -> None:
     kind, sep, value = spec.strip().partition(":")
     if kind == "head" and not sep:
         return
-    if kind == "bytes" and value.strip().isdigit() and int(value) > 0:
+    if kind == "bytes" and sep and parse_size(value, f"stop condition {spec!r}") > 0:
         return
     if kind == "selector" and value.strip():
         return
-    raise ConfigError(f"stop condition {spec!r}: expected head, selector:CSS or bytes:N")
+    raise ConfigError(f"stop condition {spec!r}: expected head, selector:CSS or bytes:SIZE")
 
 
 def parse_resolve(spec: str) -> ResolveEntry:
@@ -536,6 +544,13 @@ def _to_int(name: str, value: Any) -> int:
     if isinstance(value, int) and not isinstance(value, bool):
         return value
     raise _refuse(name, "an integer", value)
+
+
+def _to_size(name: str, value: Any) -> int:
+    """A size setting: a whole number of bytes, or a size as people write it ("10MiB")."""
+    if isinstance(value, str):
+        return parse_size(value, f"setting {name!r}")
+    return _to_int(name, value)
 
 
 def _to_float(name: str, value: Any) -> float:
@@ -605,7 +620,8 @@ _CONVERTERS: dict[str, Callable[[str, Any], Any]] = {
     "tuple[ResolveEntry, ...]": _to_resolves,
     "tuple[tuple[str, str], ...]": _to_headers,
 }
-_FIELD_CONVERTERS = tuple((f.name, _CONVERTERS[str(f.type)]) for f in dataclasses.fields(CrawlConfig))
+_FIELD_CONVERTERS = tuple((f.name, _to_size if f.name in SIZE_SETTINGS else _CONVERTERS[str(f.type)])
+                          for f in dataclasses.fields(CrawlConfig))
 _FIELDS = frozenset(name for name, _ in _FIELD_CONVERTERS)
 _SECTION_FIELDS = {kind: tuple(f.name for f in dataclasses.fields(kind)) for kind in SECTIONS.values()}
 # Setting name -> the section it belongs to.

@@ -47,6 +47,11 @@ class StorageError(HarvestmanError):
     """Writing WARC files or other output failed."""
 
 
+class OutputClosed(HarvestmanError):
+    """Standard output was closed by its reader (`--log-json | head -1`): the run stopped, resumable;
+    the command ends quietly (EXIT_CLOSED_OUTPUT), as one that SIGPIPE ends."""
+
+
 class FetchError(HarvestmanError):
     """A fetch failed; `error_class` is the short, stable name recorded in the crawl database."""
 
@@ -150,6 +155,9 @@ EXIT_NETWORK = 4  # DNS, connection, timeout, or an address the guard refuses
 EXIT_TLS = 5  # TLS handshake or certificate verification
 EXIT_PROTOCOL = 7  # broken HTTP framing, redirect loops, refused redirects, undecodable bodies
 EXIT_SERVER = 8  # the server answered with an error status (4xx, 5xx)
+# Standard output closed before all was written (`harvestman export DIR --out - | head -1`): the
+# status of a command that SIGPIPE ends (128 + 13), as a shell shows it for `cat | head`.
+EXIT_CLOSED_OUTPUT = 141
 
 
 @dataclass(frozen=True, slots=True)

@@ -84,6 +84,9 @@ SETTINGS: tuple[Setting, ...] = (
       commands=(*BOTH, "step", "worker"), scope="run", api=False),
     _("log_json", "print every event as a JSON line", ("--log-json",), form="switch",
       commands=(*BOTH, "worker"), scope="run", api=False),
+    _("metrics_port", "serve the run's metrics (worker processes' included) as Prometheus text at "
+      "http://127.0.0.1:PORT/metrics while it runs; 0: none", ("--metrics-port",), metavar="PORT",
+      commands=(*BOTH, "worker"), scope="run", api=False),
     # ---- links
     _("follow_links", "follow links at all; `harvestman download` fetches its list only"),
     _("scope", "which links to follow: the seeds' hosts, their registrable domains, or any",
@@ -148,8 +151,8 @@ SETTINGS: tuple[Setting, ...] = (
     _("connect_timeout", "seconds allowed to connect (name lookup, TCP and TLS)"),
     _("low_speed_limit", "a fetch slower than this many bytes/s for low_speed_time is aborted"),
     _("low_speed_time", "seconds a fetch may stay under low_speed_limit"),
-    _("max_size", "truncate bodies beyond BYTES (after decompression)", ("--max-size",),
-      metavar="BYTES", commands=(*BOTH, "step")),
+    _("max_size", "truncate bodies beyond SIZE bytes (after decompression; 10MiB, 512k ...)",
+      ("--max-size",), metavar="SIZE", commands=(*BOTH, "step")),
     _("max_redirects", "redirects followed per fetch, at most"),
     _("user_agent", "User-Agent header and robots.txt product token", ("--user-agent",),
       metavar="TEXT", commands=(*BOTH, "step")),
@@ -162,7 +165,7 @@ SETTINGS: tuple[Setting, ...] = (
       form="negated", commands=(*BOTH, "step")),
     _("http2", "partial fetches over HTTP/2 where ALPN offers it (auto), for every request "
       "(always), or HTTP/1.1 only (never)", ("--http2",), choices=HTTP2_MODES),
-    _("stop_at", "read each page only until: head, selector:CSS or bytes:N (the page is recorded "
+    _("stop_at", "read each page only until: head, selector:CSS or bytes:SIZE (the page is recorded "
       "partial); '' reads it whole", ("--stop-at",), metavar="CONDITION"),
     _("stop_rules", "a table of URL pattern (REGEX) -> stop condition; the first match wins over "
       "stop_at"),
@@ -195,8 +198,8 @@ SETTINGS: tuple[Setting, ...] = (
       "none)", ("--render-block",), metavar="KINDS", form="commas"),
     _("render_third_party", "let a rendered page fetch from other hosts than its own",
       ("--render-third-party",), form="switch"),
-    _("render_max_bytes", "bytes a rendered page's requests may total", ("--render-max-bytes",),
-      metavar="BYTES"),
+    _("render_max_bytes", "bytes a rendered page's requests may total (a size: 20MiB ...)",
+      ("--render-max-bytes",), metavar="SIZE"),
     _("screenshot", "a PNG of each rendered page (of the viewport, or the full page) in the WARC",
       ("--screenshot",), choices=SCREENSHOT_MODES, form="optional", const="viewport"),
     _("browser_path", "the Chromium binary to drive", ("--browser",), metavar="FILE",
@@ -210,6 +213,10 @@ SETTINGS: tuple[Setting, ...] = (
 del _
 
 SETTING = {s.name: s for s in SETTINGS}
+# The settings that are a number of bytes (or bytes a second): each takes a size as people write it,
+# `10MiB`, `512k`, `1.5GB` (model/sizes.py), on the command line and in a config file alike.
+SIZE_SETTINGS = frozenset({"max_size", "warc_max_bytes", "pdf_max_bytes", "render_max_bytes",
+                           "low_speed_limit"})
 # What a machine that joins a shared crawl sets for itself (`harvestman worker`); every other setting
 # is the crawl's, stored in its database when it starts and taken from there by the workers.
 MACHINE_LOCAL = frozenset(s.name for s in SETTINGS if s.scope in ("machine", "run"))

@@ -5,16 +5,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from fastapi import FastAPI, Form, Request
+from fastapi import Depends, FastAPI, Form, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
+from harvestman.app.metrics import read_counts
+from harvestman.crawl.exposition import CONTENT_TYPE, exposition
 from harvestman.model.errors import ConfigError, HarvestmanError, QueryError, StorageError
 from harvestman.serve.api import Services, api_router
 from harvestman.serve.auth import CSRF_COOKIE, SESSION_COOKIE, Auth, csrf_ok, new_csrf
 from harvestman.serve.crawls import CrawlBusy, CrawlManager, UnknownCrawl
 from harvestman.serve.jobs import UnknownJob
+from harvestman.serve.layout import CrawlPaths
 from harvestman.serve.limits import MAX_BODY, BodyLimit
 from harvestman.serve.pages import PageNotFound
 from harvestman.serve.settings import SettingsError
@@ -41,6 +44,7 @@ def create_app(root: Path, token: str, db: str = "", *, max_body: int = MAX_BODY
     app.include_router(api_router(services, auth))
     _add_error_handlers(app)
     _add_pages(app, auth)
+    _add_metrics(app, auth, services.manager)
     if STATIC.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_middleware(BodyLimit, limit=max_body)
@@ -72,6 +76,18 @@ def _add_error_handlers(app: FastAPI) -> None:
         if isinstance(exc, StorageError):
             return _error(503, str(exc))
         return _error(500, str(exc))
+
+
+def _add_metrics(app: FastAPI, auth: Auth, manager: CrawlManager) -> None:
+    @app.get("/metrics", include_in_schema=False, dependencies=[Depends(auth)])
+    def metrics() -> Response:
+        """Every crawl's figures as Prometheus text, a `crawl` label each (those of its last run)."""
+        sources = []
+        for crawl_id in manager.ids():
+            found = read_counts(CrawlPaths(manager.root / crawl_id).metrics, (("crawl", crawl_id),))
+            if found is not None:
+                sources.append(found)
+        return Response(exposition(sources), media_type=CONTENT_TYPE)
 
 
 def _add_pages(app: FastAPI, auth: Auth) -> None:

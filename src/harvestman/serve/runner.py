@@ -41,7 +41,7 @@ def run(folder: Path) -> int:
             resume=bool(meta.get("runs", 1) > 1),
         )
         check_crawl_order(cfg)
-        status = run_crawl(cfg)
+        status = run_crawl(cfg, metrics_file=paths.metrics)  # read by the server's /metrics
     except ConfigError as exc:
         print(f"harvestman: error: {exc}", file=sys.stderr)
         status = EXIT_USAGE

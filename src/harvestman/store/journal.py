@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import TextIO
 
@@ -84,11 +85,14 @@ class _AppendLog:
 class RunJournal:
     """Appends events and per-URL outcomes to the output folder; both files survive resumes."""
 
-    def __init__(self, out_dir: Path, json_stream: TextIO | None = None, *, events: bool = True) -> None:
+    def __init__(self, out_dir: Path, json_stream: TextIO | None = None, *, events: bool = True,
+                 on_closed: Callable[[], None] | None = None) -> None:
         # A list download keeps only download.log; a crawl keeps both.
         self._events = _AppendLog(out_dir / "events.jsonl") if events else None
         self._downloads = _AppendLog(out_dir / "download.log")
         self._json_stream = json_stream
+        self._on_closed = on_closed  # told once when the stream's reader goes away (the run stops)
+        self.output_closed = False
 
     def event(self, event: Event) -> None:
         """Record one event (and echo it as a JSON line when --log-json asked for it)."""
@@ -97,8 +101,14 @@ class RunJournal:
             self._events.add(line)
         if self._json_stream is not None:
             # Flushed line by line: worker processes share the stream, and a line must reach it whole.
-            self._json_stream.write(line)
-            self._json_stream.flush()
+            try:
+                self._json_stream.write(line)
+                self._json_stream.flush()
+            except BrokenPipeError:  # `--log-json | head -1`: nobody reads on; the files keep it all
+                self._json_stream = None
+                self.output_closed = True
+                if self._on_closed is not None:
+                    self._on_closed()
 
     def download(self, url: str, ok: bool, reason: str = "") -> None:
         """One line in the seed's format: `URL|Success` or `URL|FAILED|reason`."""
