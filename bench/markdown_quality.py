@@ -9,7 +9,8 @@ URL and returns Markdown. Against the content element:
   it kept), link targets and Markdown syntax left out of the count;
 - headings: the content's h1-h6 found as Markdown headings (`#` lines) with the same words;
 - code: the content's `pre` blocks found as code blocks (fenced or indented), by their first line;
-- tables: the content's tables found as Markdown tables (`|` rows), by their first cell;
+- tables: the content's data tables found as Markdown tables (`|` rows), by their first cell (layout
+  tables, whose cells hold tables or lists, as Sphinx's general index, are not counted);
 - CPU a page (one core, process time).
 
     apt-get install -y python3.11-doc postgresql-doc-15
@@ -17,7 +18,28 @@ URL and returns Markdown. Against the content element:
     .venv/bin/python bench/markdown_quality.py [--pages 120] [--crawl4ai /path/to/venv/bin/python]
 
 crawl4ai (its DefaultMarkdownGenerator, on its own cleaned HTML, without a browser) runs in a venv of
-its own, given with --crawl4ai: it pins versions the project's venv must not take.
+its own, given with --crawl4ai: it pins versions the project's venv must not take
+(`python3 -m venv V && PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1 V/bin/pip install crawl4ai`).
+
+Last run (2026-12, load average ~19 on the 2 cores; CPU is process time), Python / PostgreSQL:
+
+    candidate                         precision recall  headings  code       tables  ms
+    harvestman (element + h-t-m)      0.997 0.996  820/823   1042/1042  69/74   4.2   (chosen)
+                                      0.999 1.000  360/360   254/267    66/66   1.0
+    element + markdownify             0.958 0.980  797/823   1042/1042  74/74   58.6
+                                      0.996 0.998  342/360   254/267    66/66   6.5
+    element + html2text               0.971 0.974  822/823   1038/1042  72/74   25.7
+                                      0.989 0.997  360/360   215/267    1/66    3.2
+    html-to-markdown, whole page      0.837 0.998  (as harvestman)                4.4
+    markdownify, whole page           0.769 0.982                                 77.1
+    html2text, whole page             0.791 0.977                                 34.6
+    trafilatura markdown              0.948 0.876  779/823   737/1042   58/74   52.9
+                                      0.994 0.936  0/360     91/267     66/66   9.1
+    resiliparse main content (text)   0.999 0.807  0/823     168/1042   -       2.9
+    crawl4ai raw_markdown             0.791 0.977  819/823   1042/1042  73/74   44.8
+                                      0.908 0.997  360/360   220/267    66/66   6.0
+    crawl4ai fit_markdown (pruning)   0.828 0.918  804/823   898/1042   73/74   288.9
+                                      0.936 0.988  360/360   220/267    66/66   28.1
 """
 
 from __future__ import annotations
@@ -45,7 +67,7 @@ _WORD = re.compile(r"\w+")
 _LINK_TARGET = re.compile(  # inline and reference link targets, autolinks, bare URLs
     r"\]\([^)]*\)|\]\[[^\]]*\]|^\s*\[[^\]]+\]:\s*\S+.*$|<https?://[^>]*>|https?://\S+", re.M)
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$", re.M)
-_QUOTE = re.compile(r"^[ \t]*(?:>[ \t]?)+", re.M)
+_QUOTE = re.compile(r"^[ \t]*(?:>(?:[ \t]|$))+", re.M)  # "> " quote marks, not a ">>>" prompt
 _FENCED = re.compile(r"^\s*(```|~~~)[^\n]*\n(.*?)^\s*\1", re.M | re.S)
 
 
@@ -86,11 +108,13 @@ def score(markdown: str, truth: Any) -> dict[str, float]:
         if first:
             code_all += 1
             code_found += any(first in region for region in regions)
-    pipe_lines = [_key(line) for line in markdown.splitlines() if line.lstrip().startswith("|")]
+    # Table rows: GFM's, with or without the outer pipes (html2text leaves them out).
+    pipe_lines = [_key(line) for line in markdown.splitlines()
+                  if line.lstrip().startswith("|") or " | " in line]
     table_found = table_all = 0
     for table in truth.css("table"):
-        if table.css_first("table") is not None:
-            continue  # a layout table around others: its inner tables count
+        if len(table.css("table")) > 1 or table.css_first("td ul, td ol, td dl, th ul, th dl"):
+            continue  # a layout table (around others, or cells holding lists: Sphinx's genindex)
         cell = table.css_first("td, th")
         first = _key(cell.text(separator=" ")) if cell is not None else ""
         if first:
@@ -156,21 +180,33 @@ CANDIDATES: dict[str, Callable[[str, str], str]] = {
 }
 
 CRAWL4AI_SCRIPT = r"""
-import json, sys, time
+import json, re, sys, time
+from crawl4ai.content_filter_strategy import PruningContentFilter
 from crawl4ai.content_scraping_strategy import LXMLWebScrapingStrategy
 from crawl4ai.markdown_generation_strategy import DefaultMarkdownGenerator
-scraper, generator = LXMLWebScrapingStrategy(), DefaultMarkdownGenerator()
-out = []
+scraper = LXMLWebScrapingStrategy()
+plain, pruned = DefaultMarkdownGenerator(), DefaultMarkdownGenerator(content_filter=PruningContentFilter())
+out = {"raw": [], "fit": []}
 for item in json.load(sys.stdin):
-    start = time.process_time()
-    scraped = scraper.scrap(item["url"], item["html"])
-    result = generator.generate_markdown(input_html=scraped.cleaned_html, base_url=item["url"])
-    out.append({"markdown": result.raw_markdown, "cpu": time.process_time() - start})
+    # Its lxml scraper refuses a str with an XML declaration (DocBook's XHTML); a browser's DOM has none.
+    item["html"] = re.sub(r"^\s*<\?xml[^>]*\?>", "", item["html"])
+    for name, generator in (("raw", plain), ("fit", pruned)):
+        start = time.process_time()
+        scraped = scraper.scrap(item["url"], item["html"])
+        result = generator.generate_markdown(input_html=scraped.cleaned_html, base_url=item["url"])
+        markdown = result.raw_markdown if name == "raw" else result.fit_markdown
+        out[name].append({"markdown": markdown, "cpu": time.process_time() - start})
 json.dump(out, sys.stdout)
 """
+CRAWL4AI_ROWS = {"raw": "crawl4ai raw_markdown (scraper + DefaultMarkdownGenerator)",
+                 "fit": "crawl4ai fit_markdown (+ PruningContentFilter)"}
 
 
-def _crawl4ai(python: str, docs: list[tuple[str, str, Any]]) -> tuple[list[str], list[float]] | str:
+Outputs = dict[str, tuple[list[str], list[float]]]  # row -> (Markdown, CPU seconds) of each page
+
+
+def _crawl4ai(python: str, docs: list[tuple[str, str, Any]]) -> Outputs | str:
+    """crawl4ai's Markdown of each page, by row (raw, fit), and its CPU; or why it could not run."""
     items = [{"html": html, "url": url} for html, url, _ in docs]
     with tempfile.TemporaryFile("w+") as feed:
         json.dump(items, feed)
@@ -180,7 +216,7 @@ def _crawl4ai(python: str, docs: list[tuple[str, str, Any]]) -> tuple[list[str],
     if done.returncode:
         return done.stderr.strip().splitlines()[-1] if done.stderr.strip() else f"exit {done.returncode}"
     found = json.loads(done.stdout)
-    return [f["markdown"] for f in found], [f["cpu"] for f in found]
+    return {name: ([f["markdown"] for f in rows], [f["cpu"] for f in rows]) for name, rows in found.items()}
 
 
 # ----- the pages ------------------------------------------------------------------------------------
@@ -225,6 +261,20 @@ def measure(name: str, docs: list[tuple[str, str, Any]], outputs: list[str], cpu
             f"{kept('tables')} | {statistics.median(cpu) * 1000:.1f} |")
 
 
+def record_cost(docs: list[tuple[str, str, Any]]) -> str:
+    """The CPU of what `--markdown` and the export do a page beyond the conversion: the page record
+    (title, language) and its chunks of 2000 characters."""
+    from harvestman.index.markdown import Provenance, markdown_page, page_chunks
+
+    where = Provenance("<urn:uuid:0>", "warc/x.warc.gz", 0, "2026-01-01T00:00:00.000000Z")
+    cpu = []
+    for html, url, _ in docs:
+        start = time.process_time()
+        page_chunks(markdown_page(html, url, where))
+        cpu.append(time.process_time() - start)
+    return f"a page's whole record (Markdown, title, language, chunks): {statistics.median(cpu) * 1e3:.1f} ms"
+
+
 def run(site: str, docs: list[tuple[str, str, Any]], crawl4ai: str) -> None:
     print(f"\n{site}: {len(docs)} pages")
     print("| candidate | word precision | word recall | headings | code blocks | tables "
@@ -240,11 +290,13 @@ def run(site: str, docs: list[tuple[str, str, Any]], crawl4ai: str) -> None:
     if crawl4ai:
         found = _crawl4ai(crawl4ai, docs)
         if isinstance(found, str):
-            print(f"| crawl4ai DefaultMarkdownGenerator | could not run: {found} |")
+            print(f"| crawl4ai | could not run: {found} |")
         else:
-            print(measure("crawl4ai (LXMLWebScrapingStrategy + DefaultMarkdownGenerator)", docs, *found))
+            for name, (outputs, cpu) in found.items():
+                print(measure(CRAWL4AI_ROWS[name], docs, outputs, cpu))
     else:
         print("| crawl4ai | not run (give --crawl4ai PYTHON of a venv where it is installed) |")
+    print(record_cost(docs))
 
 
 def main() -> None:

@@ -91,8 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     export.add_argument(
         "--out", "-o", type=Path, metavar="FILE", dest="output",
-        help="write here, '-' for standard output (jsonl, cdxj) (default: DIR/export.FORMAT, or "
-             "DIR/index.cdxj for cdxj)",
+        help="write here, '-' for standard output (jsonl, cdxj) (default: DIR/export.FORMAT, "
+             "DIR/index.cdxj for cdxj, DIR/markdown.FORMAT for markdown)",
     )
     export.add_argument("--output", type=Path, dest="output", help=argparse.SUPPRESS)  # the old spelling
     worker = commands.add_parser(

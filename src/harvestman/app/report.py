@@ -167,12 +167,14 @@ def export_records(folder: Path, fmt: str, output: Path | None = None, db: str =
         raise ConfigError(f"unknown export format {fmt!r}: use {', '.join(EXPORT_FORMATS)}")
     if what not in EXPORT_WHAT:
         raise ConfigError(f"unknown export {what!r}: use {', '.join(EXPORT_WHAT)}")
-    if output == STDOUT and (fmt not in ("jsonl", "cdxj") or what in ("index", "markdown")):
-        kind = f" --what {what}" if what in ("index", "markdown") else ""
-        raise ConfigError(f"--format {fmt}{kind} is written to files: name one with --out (only jsonl "
-                          "and cdxj of urls, links and pages go to standard output)")
     if chunk_size is not None and what != "markdown":
         raise ConfigError("--chunk-size is the Markdown export's: give it with --what markdown")
+    if output == STDOUT and what == "markdown":
+        raise ConfigError("--what markdown is written to files (pages and chunks beside them): name "
+                          "one with --out")
+    if output == STDOUT and (fmt not in ("jsonl", "cdxj") or what == "index"):
+        raise ConfigError(f"--format {fmt}{' --what index' if what == 'index' else ''} is written to "
+                          "files: name one with --out (only jsonl and cdxj go to standard output)")
     if what == "markdown":
         return _export_markdown(folder, fmt, output, chunk_size)
     if what == "index" or fmt in ("opensearch", "solr"):

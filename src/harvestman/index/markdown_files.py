@@ -132,14 +132,16 @@ class RowsWriter:
 class MarkdownWriter:
     """A pages table and, when chunks are asked for (`chunk_size` > 0), a chunks table beside it."""
 
-    def __init__(self, pages_path: Path, fmt: str, chunk_size: int = DEFAULT_CHUNK_SIZE) -> None:
+    def __init__(self, pages_path: Path, fmt: str, chunk_size: int = DEFAULT_CHUNK_SIZE,
+                 chunks_file: Path | None = None) -> None:
         if fmt not in MARKDOWN_FORMATS:
             raise ConfigError(f"--what markdown is written as {' or '.join(MARKDOWN_FORMATS)}, not {fmt!r}")
         if chunk_size < 0:
             raise ConfigError(f"--chunk-size must be 0 (no chunks) or more characters, not {chunk_size}")
         self.chunk_size = chunk_size
         self.pages = RowsWriter(pages_path, fmt, page_schema())
-        self.chunks = RowsWriter(chunks_path(pages_path), fmt, chunk_schema()) if chunk_size else None
+        chunks_file = chunks_file or chunks_path(pages_path)
+        self.chunks = RowsWriter(chunks_file, fmt, chunk_schema()) if chunk_size else None
 
     def add(self, page: MarkdownPage) -> None:
         """Write a page's row and its chunks' rows."""

@@ -42,8 +42,10 @@ class MarkdownSink:
     def open(self, context: SinkContext) -> None:
         """Start this process's files."""
         self._folder = crawl_folder(context.out_dir)
-        name = f"pages-w{context.worker}-{time.time_ns()}.jsonl"
-        self._writer = MarkdownWriter(self._folder / MARKDOWN_DIR / name, "jsonl", self._chunk_size)
+        name = f"w{context.worker}-{time.time_ns()}.jsonl"
+        folder = self._folder / MARKDOWN_DIR
+        self._writer = MarkdownWriter(folder / f"pages-{name}", "jsonl", self._chunk_size,
+                                      chunks_file=folder / f"chunks-{name}")
 
     def write(self, page: CrawledPage) -> None:
         """Add the page's rows, if it is an HTML page stored with a 200."""

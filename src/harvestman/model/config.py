@@ -313,7 +313,7 @@ class CrawlConfig:
     # (bench/feature_costs.py).
     features: bool = False
     # Each HTML page's main content as Markdown with its provenance, and in chunks of at most
-    # markdown_chunk_size characters, into DIR/markdown/; off by default, as it costs ~1-4 ms of CPU a
+    # markdown_chunk_size characters, into DIR/markdown/; off by default, as it costs ~4-9 ms of CPU a
     # page (bench/markdown_quality.py). `harvestman export DIR --what markdown` does it afterwards.
     markdown: bool = False
     markdown_chunk_size: int = 2_000

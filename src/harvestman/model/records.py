@@ -247,9 +247,9 @@ class PageFeatures:
     category_probability: float = 0.0
 
 
-@dataclass(frozen=True, slots=True)
-class WarcPlace:
-    """Where a page's response record went: what a reader needs to find it again (provenance)."""
+class WarcPlace(NamedTuple):
+    """Where a page's response record went: what a reader needs to find it again (provenance).
+    A named tuple: the WARC writer makes one a page, and a tuple costs a fraction of a dataclass."""
 
     file: str  # the WARC file's path once finished (without `.open`)
     offset: int  # of the response record's gzip member in the file

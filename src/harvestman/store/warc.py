@@ -190,6 +190,7 @@ class WarcWriter:
         self._serial = 0
         self._fd = -1
         self._path: Path | None = None
+        self._final_name = ""
         self._size = 0
         self._records_in_file = 0
         self._lock = threading.Lock()  # records of one fetch must not interleave with another's
@@ -385,13 +386,11 @@ class WarcWriter:
                 self._finish()
             if self._fd < 0:
                 self._start()
-            offset, path = self._size, self._path
+            offset, name = self._size, self._final_name
             self._append(data)
             self._records_in_file += 1
-        if not result.status or path is None:
-            return None
-        # The response is the fetch's first record; the file is named as it will be once finished.
-        return WarcPlace(str(path)[: -len(OPEN_SUFFIX)], offset, response_id, date)
+        # The response is the fetch's first record.
+        return WarcPlace(name, offset, response_id, date) if result.status else None
 
     def _start(self) -> None:
         stamp = datetime.now(UTC).strftime("%Y%m%d%H%M%S%f")
@@ -404,6 +403,7 @@ class WarcWriter:
         except OSError as exc:
             raise StorageError(f"cannot create WARC file {path}: {exc.strerror}") from None
         self._path = path
+        self._final_name = str(self.directory / name)  # as named once finished: what WarcPlace says
         self._size = 0
         self._records_in_file = 0
         self._append(self._warcinfo(name))
