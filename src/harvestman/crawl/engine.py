@@ -27,12 +27,7 @@ from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import ConfigError, OutputClosed, StorageError
 from harvestman.model.events import Event, EventKind
 from harvestman.model.faults import crash_point
-from harvestman.model.records import (
-    CrawledPage,
-    LeasedUrl,
-    UrlState,
-    WarcPlace,
-)
+from harvestman.model.records import CrawledPage, LeasedUrl, UrlState, WarcPlace
 from harvestman.model.sync import iterate_in_thread
 from harvestman.policy.ordering import LinkScorer
 from harvestman.policy.schedule import FetchSchedule
