@@ -186,6 +186,24 @@ def test_a_schema_1_database_is_refused_read_only_and_migrated_by_a_writer(postg
         assert f.get("http://a.test/1").inlinks == 4  # type: ignore[union-attr]
 
 
+def test_a_schema_4_database_gets_each_host_s_best_priority(postgres_url: str) -> None:
+    with open_pg(postgres_url, per_host=1) as f:
+        f.add([nu("http://a.test/3", priority=3), nu("http://a.test/2", priority=2)])
+        f.add([nu("http://b.test/1", priority=1), nu("http://b.test/4", priority=4)])
+        f.add([nu("http://c.test/9", priority=9)])
+        assert [u.url for u in f.lease(1, T0)] == ["http://a.test/2"]  # unordered: a is first
+    with psycopg.connect(postgres_url, autocommit=True) as conn:  # what a schema 4 database holds
+        conn.execute("DROP INDEX hosts_best")
+        conn.execute("ALTER TABLE hosts DROP COLUMN best")
+        conn.execute("UPDATE meta SET value = '4' WHERE key = 'schema_version'")
+    with open_pg(postgres_url, per_host=1, ordered=True) as f:
+        assert f.get_meta("schema_version") == str(SCHEMA_VERSION)
+        assert [f.host_best(h) for h in ("a.test", "b.test", "c.test")] == [3, 1, 9]
+        assert [u.url for u in f.lease(5, T0)] == ["http://b.test/1", "http://c.test/9"]  # a is full
+        f.complete([done("http://a.test/2")], T0)
+        assert [u.url for u in f.lease(5, T0)] == ["http://a.test/3"]
+
+
 def test_two_processes_opening_a_new_database_at_once_make_one_schema(postgres_url: str) -> None:
     opened: list[PostgresStore] = []
     errors: list[BaseException] = []

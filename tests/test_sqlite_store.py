@@ -161,6 +161,21 @@ def test_schema_2_file_is_migrated_with_its_queue(tmp_path: Path) -> None:
         assert rec is not None and rec.title == "A" and rec.state == UrlState.FETCHED
 
 
+def test_schema_2_file_gets_each_host_s_best_priority_for_the_global_order(tmp_path: Path) -> None:
+    path = _old_file(tmp_path)
+    with SqliteStore(path, host_of=host_of, per_host=10, ordered=True) as f:
+        assert f.integrity_check() == "ok"
+        assert f.host_best("a.test") == 1  # a.test/x at depth 1 (migrated: priority = depth)
+        assert f.host_best("b.test") == float("inf")  # its one queued URL is leased
+        plan = f._db.execute("EXPLAIN QUERY PLAN " + f._ready_hosts, (0, T0, T0, T0, 10, 16)).fetchall()
+        assert "hosts_best" in str(plan)  # the migration made the ordered lease's index
+        f.add([nu("http://c.test/", priority=0.5)])
+        # b.test/'s lease expired long ago: the lease takes it back (best 1, as a.test's; b's id
+        # is lower), and orders the hosts by their best.
+        leased = [u.url for u in f.lease(10, T0)]
+        assert leased == ["http://c.test/", "http://b.test/", "http://a.test/x", "http://a.test/y"]
+
+
 def test_a_worker_asks_when_its_share_or_the_whole_crawl_is_ready(tmp_path: Path) -> None:
     """--max-wait in a worker: its own share's next time, and the whole crawl's (`everywhere`)."""
     with SqliteStore(tmp_path / "crawl.db", host_of=host_of) as owner:

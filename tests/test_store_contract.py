@@ -586,3 +586,116 @@ def test_requeue_revives_gone_urls_only(make: Maker) -> None:
     assert f.pending() == 1
     assert [u.url for u in f.lease(3, T0 + 2)] == ["http://a.test/1"]
     assert [r.url for r in f.failures()] == ["http://b.test/3"]
+
+
+# -- the global lease order (ordered=True: a crawl not bfs) ----------------------------------------
+
+INF = float("inf")
+
+
+def _best(f: Store, host: str) -> float | None:
+    return f.host_best(host)  # type: ignore[attr-defined,no-any-return]
+
+
+def test_an_ordered_lease_takes_the_hosts_with_the_best_urls_first(make: Maker) -> None:
+    f = make(per_host=1, ordered=True)
+    f.add([nu("http://a.test/5", priority=5), nu("http://a.test/6", priority=6)])
+    f.add([nu("http://b.test/1", priority=1), nu("http://b.test/7", priority=7)])
+    f.add([nu("http://c.test/3", priority=3), nu("http://c.test/2", priority=2)])
+    assert leased_urls(f, 2) == ["http://b.test/1", "http://c.test/2"]
+    # One a host at a time: b and c are full, so a comes next though b and c hold better URLs.
+    assert leased_urls(f, 5) == ["http://a.test/5"]
+    f.complete([done("http://b.test/1"), done("http://c.test/2")], T0)
+    assert leased_urls(f, 1) == ["http://c.test/3"]
+    assert leased_urls(f, 1) == ["http://b.test/7"]
+    assert f.lease(5, T0) == []
+
+
+def test_an_unordered_lease_takes_ready_hosts_by_their_clocks(make: Maker) -> None:
+    f = make(per_host=1)  # bfs, the default: a priority orders its own host's queue only
+    f.add([nu("http://a.test/5", priority=5)])
+    f.add([nu("http://b.test/1", priority=1)])
+    assert leased_urls(f, 1) == ["http://a.test/5"]
+
+
+def test_an_ordered_lease_keeps_per_host_concurrency(make: Maker) -> None:
+    f = make(per_host=2, ordered=True)
+    f.add([nu(f"http://a.test/{p}", priority=p) for p in (0, 1, 2, 3)])
+    f.add([nu("http://b.test/5", priority=5)])
+    assert leased_urls(f, 10) == ["http://a.test/0", "http://a.test/1", "http://b.test/5"]
+    assert f.lease(10, T0) == []  # a is full
+    f.complete([done("http://a.test/0")], T0)
+    assert leased_urls(f, 10) == ["http://a.test/2"]
+
+
+def test_an_ordered_lease_keeps_delays_and_pauses(make: Maker) -> None:
+    f = make(per_host=2, delay=10.0, ordered=True)
+    f.add([nu(f"http://a.test/{p}", priority=p) for p in (1, 2, 3)])
+    f.add([nu("http://b.test/5", priority=5), nu("http://b.test/6", priority=6)])
+    f.add([nu("http://c.test/0", priority=0)])
+    f.pause_host("c.test", T0 + 100, "retry-after")
+    assert leased_urls(f, 10) == ["http://a.test/1", "http://b.test/5"]  # one a host: the delay
+    assert f.lease(10, T0 + 5) == []
+    f.complete([done("http://a.test/1")], T0 + 5)  # a's next request 10 s after this one
+    assert leased_urls(f, 10, T0 + 10) == ["http://b.test/6"]
+    assert leased_urls(f, 10, T0 + 15) == ["http://a.test/2"]
+    f.set_host_delay("a.test", 50.0)  # a Crawl-delay: from a's next request on
+    f.complete([done("http://a.test/2")], T0 + 20)
+    assert f.lease(10, T0 + 69) == []
+    assert leased_urls(f, 10, T0 + 100) == ["http://c.test/0", "http://a.test/3"]
+
+
+def test_a_host_s_best_priority_follows_adds_leases_and_completes(make: Maker) -> None:
+    f = make(per_host=2, ordered=True)
+    assert _best(f, "a.test") is None
+    f.add([nu(f"http://a.test/{p}", priority=p) for p in (3, 4, 9)])
+    assert _best(f, "a.test") == 3
+    f.add([nu("http://a.test/2", priority=2)])
+    assert _best(f, "a.test") == 2
+    assert leased_urls(f, 5) == ["http://a.test/2", "http://a.test/3"]
+    assert _best(f, "a.test") == 4  # the best URL not leased
+    # A failure queued again for later: the host's best is its priority again (due or not).
+    f.complete([done("http://a.test/2", UrlState.UNFETCHED, next_fetch_time=T0 + 60, retried=True,
+                     error_class="timeout")], T0)
+    assert _best(f, "a.test") == 2
+    f.complete([done("http://a.test/3", http_status=200)], T0)  # fetched: it was not counted
+    assert _best(f, "a.test") == 2
+    assert leased_urls(f, 5) == ["http://a.test/4", "http://a.test/9"]  # the retry is not due
+    assert _best(f, "a.test") == 2
+    f.complete([done("http://a.test/4", http_status=200), done("http://a.test/9", http_status=200)], T0)
+    assert leased_urls(f, 5, T0 + 60) == ["http://a.test/2"]
+    assert _best(f, "a.test") == INF  # nothing queued but what is leased
+    # A re-visit scheduled: queued again at its time.
+    f.complete([done("http://a.test/2", http_status=200, next_fetch_time=T0 + 900)], T0 + 61)
+    assert _best(f, "a.test") == 2
+
+
+def test_a_host_s_best_priority_after_reclaims_and_released_leases(make: Maker) -> None:
+    f = make(per_host=2, ordered=True, lease_seconds=30)
+    f.add([nu("http://a.test/1", priority=1), nu("http://a.test/2", priority=2)])
+    f.add([nu("http://b.test/5", priority=5)])
+    assert len(f.lease(5, T0)) == 3
+    assert (_best(f, "a.test"), _best(f, "b.test")) == (INF, INF)
+    f.pause_host("a.test", T0 + 1000, "retry-after")
+    f.pause_host("b.test", T0 + 1000, "retry-after")
+    assert f.lease(5, T0 + 31) == []  # the expired leases come back, their hosts paused
+    assert f.in_flight() == 0 and (_best(f, "a.test"), _best(f, "b.test")) == (1, 5)
+    assert leased_urls(f, 5, T0 + 1000) == ["http://a.test/1", "http://a.test/2", "http://b.test/5"]
+    assert f.release_leases() == 3
+    assert (_best(f, "a.test"), _best(f, "b.test")) == (1, 5)
+    assert leased_urls(f, 5, T0 + 1000) == ["http://a.test/1", "http://a.test/2", "http://b.test/5"]
+
+
+def test_a_host_s_best_priority_after_requeues_and_rankings(make: Maker) -> None:
+    f = make(per_host=1, ordered=True)
+    f.add([nu("http://a.test/1", priority=1), nu("http://a.test/8", priority=8)])
+    f.add([nu("http://b.test/4", priority=4)])
+    assert leased_urls(f, 1) == ["http://a.test/1"]
+    f.complete([done("http://a.test/1", UrlState.GONE, error_class="dns")], T0)
+    assert _best(f, "a.test") == 8
+    assert f.requeue(["http://a.test/1"]) == 1  # queued again as new: the host's best again
+    assert _best(f, "a.test") == 1
+    # A batch job's ranking sets priorities: every host's best follows.
+    assert f.set_scores([("http://a.test/1", 0.0, 9.0), ("http://b.test/4", 0.0, -2.0)]) == 2
+    assert (_best(f, "a.test"), _best(f, "b.test")) == (8, -2)
+    assert leased_urls(f, 5) == ["http://b.test/4", "http://a.test/8"]

@@ -122,6 +122,7 @@ class CrawlParts:
     recrawl: RecrawlCheck | None
     stops: StopPlan | None
     with_text: bool  # a scorer or focus reads the page's text
+    lease_order: str = "bfs"  # the order URLs are leased in, across hosts too unless bfs (lease_order)
 
     def chain(self, run: RunPlace) -> Chain:
         """The steps of one run, bound to its frontier, robots.txt gate, WARC and sinks."""
@@ -172,7 +173,14 @@ def assemble(config: CrawlConfig, *, scorer: LinkScorer | None = None, schedule:
     parsers = document_parsers(config.documents, plugins.parsers)  # feeds, PDF, plugins'
     return CrawlParts(config, keys, page, parsers, plugins.refiner(), factories, featurer, timed, recrawl,
                       StopPlan.from_fetch(config.fetch),
-                      with_text=scorer is not None or focus is not None)
+                      with_text=scorer is not None or focus is not None,
+                      lease_order=lease_order(config, focus))
+
+
+def lease_order(config: CrawlConfig, focus: Focus | None) -> str:
+    """The ordering a crawl leases by (policy/ordering.RANKS): the crawl's, or `score` for a soft or
+    rules focus, which leases the best score first (hard focus keeps the crawl's ordering)."""
+    return "score" if focus is not None and focus.ordered else config.ordering
 
 
 def page_step(config: CrawlConfig, keys: HostKeys, *, scorer: LinkScorer | None = None,
@@ -196,8 +204,7 @@ def page_step(config: CrawlConfig, keys: HostKeys, *, scorer: LinkScorer | None 
         link_rules.append(OpicRule())
     if focus is not None:
         link_rules.append(FocusScores())
-    # Soft and rules focus lease the best score first; hard focus keeps the crawl's ordering.
-    ordering = "score" if focus is not None and focus.ordered else config.ordering
+    ordering = lease_order(config, focus)
     queueing: Queueing = BreadthFirst(keys.key)
     if ordering != "bfs" or scorer is not None:
         queueing = Ranked(RANKS[ordering], keys.key)

@@ -228,6 +228,7 @@ class Crawler:
             lease_seconds=cfg.lease_seconds,
             host_of=self._keys.key,
             worker=(self.worker.index, self.worker.count) if self.worker else (0, 1),
+            ordered=self._parts.lease_order != "bfs",
         )
 
     async def prepare(self) -> None:

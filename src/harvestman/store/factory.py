@@ -56,11 +56,13 @@ def open_store(
     lease_seconds: float = 300.0,
     read_only: bool = False,
     worker: tuple[int, int] = (0, 1),
+    ordered: bool = False,
 ) -> Store:
     """Open (creating it when new and not `read_only`) the store at `location`.
 
     `worker` is (index, count) of the process among those that share the crawl on this machine;
     how they divide the work is the backend's business. Readers (status, export) pass `read_only`.
+    `ordered`: leases take the ready hosts by their best URL's priority (a crawl not bfs).
     """
     if is_postgres(location):
         # Imported here only: psycopg is an optional dependency (a ConfigError says how to get it).
@@ -68,9 +70,9 @@ def open_store(
 
         # Every process leases from every host there (SKIP LOCKED), so `worker` is not needed.
         return PostgresStore(location, per_host=per_host, delay=delay, lease_seconds=lease_seconds,
-                             host_of=host_of, read_only=read_only)
+                             host_of=host_of, read_only=read_only, ordered=ordered)
     path = sqlite_path(location)
     if read_only and not path.is_file():
         raise FrontierError(f"no crawl database at {path}")
     return SqliteStore(path, per_host=per_host, delay=delay, lease_seconds=lease_seconds,
-                       host_of=host_of, read_only=read_only, shard=worker)
+                       host_of=host_of, read_only=read_only, shard=worker, ordered=ordered)

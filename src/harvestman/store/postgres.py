@@ -23,7 +23,16 @@ from harvestman.model.records import FetchOutcome, LeasedUrl, NewUrl, PageLinks,
 from harvestman.store.frontier import signed64
 from harvestman.store.linkcodec import encode_links
 from harvestman.store.postgres_db import QUEUED, DatabaseError, PostgresDb, clean
-from harvestman.store.postgres_sql import FAR_FUTURE, FREE_HOST, INSERT_URLS, LEASE, PARKED, WRITE_OUTCOME
+from harvestman.store.postgres_sql import (
+    BEST_OF_HOST,
+    FAR_FUTURE,
+    FREE_HOST,
+    INSERT_URLS,
+    LEASE,
+    LEASE_ORDERED,
+    PARKED,
+    WRITE_OUTCOME,
+)
 
 if TYPE_CHECKING:
     import psycopg
@@ -34,6 +43,7 @@ class PostgresStore(PostgresDb):
 
     The schema is created by the first process to open an empty database. Every process sees the
     same state: there are no shards, a lease takes whichever ready hosts no one else holds.
+    With `ordered`, it takes them best first by their best URL's priority, as SqliteStore's.
     """
 
     def __init__(
@@ -45,8 +55,11 @@ class PostgresStore(PostgresDb):
         lease_seconds: float = 300.0,
         host_of: Callable[[str], str],
         read_only: bool = False,
+        ordered: bool = False,
     ) -> None:
         self.per_host = per_host
+        self.ordered = ordered
+        self._lease_sql = LEASE_ORDERED if ordered else LEASE
         self.delay = delay
         self.lease_seconds = lease_seconds
         self._host_of = host_of
@@ -116,7 +129,7 @@ class PostgresStore(PostgresDb):
         seen: list[int] = []
         while len(out) < limit:
             want = limit - len(out)
-            rows = conn.execute(LEASE, {
+            rows = conn.execute(self._lease_sql, {
                 "delay": self.delay, "per_host": self.per_host, "now": now, "want": want, "seen": seen,
                 "hosts": max(want, 16), "until": lease_until,
             }).fetchall()
@@ -146,7 +159,8 @@ class PostgresStore(PostgresDb):
                 conn.execute(
                     "UPDATE hosts SET in_flight = in_flight + v.n,"
                     " ready_at = GREATEST(ready_at, %s + v.delay)"
-                    " FROM unnest(%s::int[], %s::int[], %s::float8[]) AS v(id, n, delay)"
+                    + (f", best = {BEST_OF_HOST.format(host='hosts.id')}" if self.ordered else "")
+                    + " FROM unnest(%s::int[], %s::int[], %s::float8[]) AS v(id, n, delay)"
                     " WHERE hosts.id = v.id",
                     (now, [b[0] for b in busy], [b[1] for b in busy], [float(b[2]) for b in busy]),
                 )
@@ -163,6 +177,9 @@ class PostgresStore(PostgresDb):
             " %s) AS at FROM unnest(%s::int[]) AS p(host)) w WHERE hosts.id = w.host AND w.at > %s",
             (FAR_FUTURE, host_ids, now),
         )
+        if self.ordered:  # what is queued but not due yet: a retry, a re-visit
+            conn.execute(f"UPDATE hosts SET best = {BEST_OF_HOST.format(host='hosts.id')}"
+                         " WHERE id = ANY(%s::int[])", (host_ids,))
 
     def _reclaim_expired(self, conn: psycopg.Connection[Any], now: float) -> None:
         """Take back leases whose process never reported (it died): the URLs become leasable again.
@@ -178,9 +195,11 @@ class PostgresStore(PostgresDb):
             "WITH mine AS (SELECT id FROM hosts WHERE id = ANY(%(hosts)s) FOR UPDATE SKIP LOCKED),"
             " freed AS (UPDATE urls SET lease_until = 0 WHERE id IN (SELECT id FROM urls"
             "  WHERE host_id IN (SELECT id FROM mine) AND lease_until > 0 AND lease_until <= %(now)s"
-            "  FOR UPDATE SKIP LOCKED) RETURNING host_id)"
-            " UPDATE hosts SET in_flight = GREATEST(in_flight - f.n, 0), wake_at = 0"
-            " FROM (SELECT host_id, COUNT(*) AS n FROM freed GROUP BY host_id) f WHERE hosts.id = f.host_id",
+            "  FOR UPDATE SKIP LOCKED) RETURNING host_id, priority, queued)"
+            " UPDATE hosts SET in_flight = GREATEST(in_flight - f.n, 0), wake_at = 0,"
+            " best = LEAST(hosts.best, f.best) FROM (SELECT host_id, COUNT(*) AS n,"
+            "  MIN(priority) FILTER (WHERE queued) AS best FROM freed GROUP BY host_id) f"
+            " WHERE hosts.id = f.host_id",
             {"hosts": hosts, "now": now},
         )
 
@@ -212,15 +231,15 @@ class PostgresStore(PostgresDb):
         """Write each outcome (and the page its redirects ended on) as SqliteStore does, in a few
         statements: URL rows locked in URL order, links, then the hosts' clocks in id order."""
         wanted = {o.url for o in outcomes} | {o.final_url for o in outcomes if landing_state(o) is not None}
-        # url -> [id, host_id, state, lease_until, depth, queued], kept as written
+        # url -> [id, host_id, state, lease_until, depth, queued, priority], kept as written
         rows: dict[str, list[Any]] = {
             r[0]: list(r[1:]) for r in conn.execute(
-                "SELECT url, id, host_id, state, lease_until, depth, queued FROM urls WHERE url = ANY(%s)"
-                " ORDER BY url FOR UPDATE", (sorted(wanted),))
+                "SELECT url, id, host_id, state, lease_until, depth, queued, priority FROM urls"
+                " WHERE url = ANY(%s) ORDER BY url FOR UPDATE", (sorted(wanted),))
         }
         tallies: Counter[int] = Counter()
         updates: list[dict[str, Any]] = []
-        hosts: dict[int, list[Any]] = {}  # host id -> [leases freed, wake time or None]
+        hosts: dict[int, list[Any]] = {}  # host id -> [leases freed, wake time or None, best or None]
 
         def write(o: FetchOutcome, url: str, state: UrlState, depth: int, parent: str,
                   revisit: bool = True) -> None:
@@ -237,10 +256,10 @@ class PostgresStore(PostgresDb):
                     tallies[int(state)] += 1
                     tallies[QUEUED] += 1
                 row = list(conn.execute(
-                    "SELECT id, host_id, state, lease_until, depth, queued FROM urls WHERE url = %s"
+                    "SELECT id, host_id, state, lease_until, depth, queued, priority FROM urls WHERE url = %s"
                     " FOR UPDATE", (url,)).fetchone() or ())
                 rows[url] = row
-            url_id, host_id, old_state, leased, _, was_queued = row
+            url_id, host_id, old_state, leased, _, was_queued, priority = row
             next_fetch_time = o.next_fetch_time if revisit or state == UrlState.UNFETCHED else 0.0
             queued = state == UrlState.UNFETCHED or next_fetch_time > 0
             tallies[old_state] -= 1
@@ -267,8 +286,10 @@ class PostgresStore(PostgresDb):
                 "partial": clean(o.partial), "change": o.change, "checked_by": o.checked_by,
                 "topic": clean(o.topic), "relevance": float(o.relevance),
             })
-            clocks = hosts.setdefault(host_id, [0, None])
+            clocks = hosts.setdefault(host_id, [0, None, None])
             clocks[0] += 1 if leased > 0 else 0
+            if queued:  # queued again: the host's best may be this
+                clocks[2] = priority if clocks[2] is None else min(clocks[2], priority)
             if queued or leased > 0:
                 # A retry or re-visit becomes leasable at its next fetch time; a freed slot at once.
                 wake = next_fetch_time if leased == 0 else 0.0
@@ -285,8 +306,8 @@ class PostgresStore(PostgresDb):
             if links:
                 self._write_links(conn, links)
             cur.executemany(FREE_HOST, [
-                {"id": host_id, "freed": freed, "wake": wake, "now": now, "delay": self.delay}
-                for host_id, (freed, wake) in sorted(hosts.items())
+                {"id": host_id, "freed": freed, "wake": wake, "now": now, "delay": self.delay, "best": best}
+                for host_id, (freed, wake, best) in sorted(hosts.items())
             ])
             changes = [(what, n) for what, n in tallies.items() if n]
             if changes:
@@ -340,6 +361,10 @@ class PostgresStore(PostgresDb):
         Every process's leases: call it only when no other process works on this crawl.
         """
         def work(conn: psycopg.Connection[Any]) -> int:
+            conn.execute(
+                "UPDATE hosts SET best = LEAST(hosts.best, r.best) FROM (SELECT host_id,"
+                " MIN(priority) AS best FROM urls WHERE lease_until > 0 AND queued GROUP BY host_id) r"
+                " WHERE hosts.id = r.host_id")
             n = conn.execute("UPDATE urls SET lease_until = 0 WHERE lease_until > 0").rowcount
             conn.execute("UPDATE hosts SET in_flight = 0, wake_at = 0 WHERE in_flight <> 0 OR wake_at <> 0")
             return n

@@ -24,7 +24,7 @@ except ImportError:
         "a postgresql:// crawl database needs psycopg: pip install 'harvestman[postgres]'"
     ) from None
 
-from harvestman.store.postgres_sql import MIGRATIONS, RECORD_COLS, SCHEMA, SCHEMA_VERSION
+from harvestman.store.postgres_sql import BEST_OF_HOST, MIGRATIONS, RECORD_COLS, SCHEMA, SCHEMA_VERSION
 
 DatabaseError = psycopg.Error  # what psycopg raises; turned into FrontierError at this module's edge
 _RETRIES = 5
@@ -221,12 +221,17 @@ class PostgresDb:
 
     def set_scores(self, scores: Iterable[tuple[str, float, float]]) -> int:
         """Set (url, score, priority) of known URLs (a batch job's ranking); returns how many were known."""
-        return self._update_batches(
+        known = self._update_batches(
             scores,
             "UPDATE urls u SET score = v.score, priority = v.priority"
             " FROM unnest(%s::text[], %s::float8[], %s::float8[]) AS v(url, score, priority)"
             " WHERE u.url = v.url",
             lambda b: ([x[0] for x in b], [float(x[1]) for x in b], [float(x[2]) for x in b]))
+        # Every host's best priority anew (hosts in id order, as every lock is taken).
+        self._write(lambda conn: conn.execute(
+            f"UPDATE hosts SET best = {BEST_OF_HOST.format(host='hosts.id')} WHERE id IN"
+            " (SELECT id FROM hosts ORDER BY id FOR UPDATE)"))
+        return known
 
     def add_scores(self, items: Iterable[tuple[str, float]]) -> int:
         """Add (url, amount) to the score of known URLs; returns how many rows were updated."""
@@ -271,16 +276,22 @@ class PostgresDb:
                     "UPDATE urls u SET state = %s, queued = TRUE, retries = 0, next_fetch_time = 0,"
                     " lease_until = 0, http_status = 0, error_class = '', error_message = ''"
                     " FROM urls o WHERE u.url = ANY(%s::text[]) AND u.state = %s AND o.id = u.id"
-                    " RETURNING u.host_id, o.queued",
+                    " RETURNING u.host_id, o.queued, u.priority",
                     (int(UrlState.UNFETCHED), batch, int(UrlState.GONE))).fetchall()
                 if rows:
-                    queued = sum(1 for _, was in rows if not was)
+                    queued = sum(1 for _, was, _ in rows if not was)
                     with conn.cursor() as cur:
                         n = len(rows)
                         changes = [(int(UrlState.GONE), -n), (int(UrlState.UNFETCHED), n), (QUEUED, queued)]
                         cur.executemany("INSERT INTO tallies(what, n) VALUES (%s, %s)", changes)
-                    conn.execute("UPDATE hosts SET wake_at = 0 WHERE id = ANY(%s::int[])",
-                                 (sorted({int(r[0]) for r in rows}),))
+                    best: dict[int, float] = {}
+                    for host, _, priority in rows:
+                        best[int(host)] = min(best.get(int(host), priority), priority)
+                    hosts = sorted(best)
+                    conn.execute(
+                        "UPDATE hosts SET wake_at = 0, best = LEAST(hosts.best, v.best)"
+                        " FROM unnest(%s::int[], %s::float8[]) AS v(id, best) WHERE hosts.id = v.id",
+                        (hosts, [float(best[h]) for h in hosts]))
                 return len(rows)
 
             done += self._write(work)
@@ -400,6 +411,12 @@ class PostgresDb:
         rows = self._read(
             f"SELECT {RECORD_COLS} FROM urls u JOIN hosts h ON h.id = u.host_id WHERE u.url = %s", (url,))
         return row_to_record(rows[0]) if rows else None
+
+    def host_best(self, host: str) -> float | None:
+        """The priority an ordered lease ranks `host` by (hosts.best; inf: nothing queued), or None
+        when the host is not known."""
+        rows = self._read("SELECT best FROM hosts WHERE name = %s", (host,))
+        return float(rows[0][0]) if rows else None
 
     def get_meta(self, key: str) -> str | None:
         """A stored run-metadata value (seeds, config, start time), or None."""

@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
-SCHEMA_VERSION = 4  # 2: simhash, duplicate_of, fetch_interval, inlinks, metadata (as SQLite's 4);
-# 3: body_wire_bytes, saved_bytes, partial, change, checked_by (as SQLite's 5); 4: topic, relevance (6)
+SCHEMA_VERSION = 5  # 2: simhash, duplicate_of, fetch_interval, inlinks, metadata (as SQLite's 4);
+# 3: body_wire_bytes, saved_bytes, partial, change, checked_by (as SQLite's 5); 4: topic, relevance (6);
+# 5: hosts.best, the global lease order (7)
 FAR_FUTURE = 1e18  # "never": a host with no leasable URL and no lease to wait for
 PARKED = 1e17  # wake_at at or above this: parked for good, out of the hosts_ready index
+
+# A host's best priority, as SQLite's (store/sqlite_file.BEST_OF_HOST): never above the lowest
+# priority of its queued URLs not leased, exactly that after an ordered lease took from the host.
+BEST_OF_HOST = (
+    "COALESCE((SELECT priority FROM urls WHERE host_id = {host} AND queued AND lease_until = 0"
+    " ORDER BY priority, id LIMIT 1), 'Infinity')"
+)
+_BEST_INDEX = f"CREATE INDEX IF NOT EXISTS hosts_best ON hosts(best, ready_at, id) WHERE wake_at < {PARKED}"
 
 # Text columns COLLATE "C": byte order, as SQLite's, and the cheapest comparison for the URL index.
 # Schema changes of an existing database, by the version they lead to (one transaction each).
@@ -22,6 +31,8 @@ MIGRATIONS: dict[int, str] = {
        " ADD COLUMN IF NOT EXISTS checked_by TEXT NOT NULL DEFAULT ''",
     4: "ALTER TABLE urls ADD COLUMN IF NOT EXISTS topic TEXT NOT NULL DEFAULT '',"
        " ADD COLUMN IF NOT EXISTS relevance DOUBLE PRECISION NOT NULL DEFAULT 0",
+    5: "ALTER TABLE hosts ADD COLUMN IF NOT EXISTS best DOUBLE PRECISION NOT NULL DEFAULT 'Infinity';"
+       f" UPDATE hosts SET best = {BEST_OF_HOST.format(host='hosts.id')}; {_BEST_INDEX}",
 }
 
 SCHEMA = f"""
@@ -36,10 +47,12 @@ CREATE TABLE hosts(
     delay DOUBLE PRECISION,                         -- NULL: the frontier's default delay
     in_flight INTEGER NOT NULL DEFAULT 0,           -- leases out, over every process
     failures INTEGER NOT NULL DEFAULT 0,
-    last_failure DOUBLE PRECISION NOT NULL DEFAULT 0
+    last_failure DOUBLE PRECISION NOT NULL DEFAULT 0,
+    best DOUBLE PRECISION NOT NULL DEFAULT 'Infinity'  -- the global lease order: see BEST_OF_HOST
 );
 -- Hosts a lease may look at: those parked for good (done, or nothing due) drop out.
 CREATE INDEX hosts_ready ON hosts(ready_at, id) WHERE wake_at < {PARKED};
+{_BEST_INDEX};
 CREATE SEQUENCE urls_id_seq AS BIGINT;
 CREATE TABLE urls(
     id BIGINT PRIMARY KEY,                          -- insertion order (see INSERT_URLS)
@@ -99,7 +112,8 @@ CREATE TABLE tallies(id BIGSERIAL PRIMARY KEY, what SMALLINT NOT NULL, n BIGINT 
 # in-process; both on a busy 2-core machine, one run each). Ids are drawn in the order given (the
 # lease order among equals) but rows go in by URL, so that two processes inserting the same new URLs
 # wait in one order, never in a circle. The hosts that got URLs are woken (a parked host has work
-# again); then the count of new UNFETCHED (and queued) URLs is appended to the tallies. One round
+# again) and their best priority lowered to their new URLs' (only the host rows that change are
+# locked); then the count of new UNFETCHED (and queued) URLs is appended to the tallies. One round
 # trip for all of it.
 INSERT_URLS = """
 WITH fresh AS (
@@ -111,11 +125,14 @@ WITH fresh AS (
         ) WITH ORDINALITY AS t(url, host_id, depth, score, parent, priority, ord)
         WHERE NOT EXISTS (SELECT 1 FROM urls u WHERE u.url = t.url) ORDER BY ord OFFSET 0
     ) s ORDER BY url COLLATE "C"
-    ON CONFLICT DO NOTHING RETURNING host_id
+    ON CONFLICT DO NOTHING RETURNING host_id, priority
+), got AS (
+    SELECT host_id, MIN(priority) AS best FROM fresh GROUP BY host_id
 ), woken AS (
-    UPDATE hosts SET wake_at = 0 WHERE id IN (
-        SELECT id FROM hosts WHERE id IN (SELECT host_id FROM fresh) AND wake_at <> 0 ORDER BY id
-        FOR UPDATE)
+    UPDATE hosts SET wake_at = 0, best = LEAST(hosts.best, got.best) FROM got
+    WHERE hosts.id = got.host_id AND hosts.id IN (
+        SELECT h.id FROM hosts h JOIN got g ON g.host_id = h.id WHERE h.wake_at <> 0 OR h.best > g.best
+        ORDER BY h.id FOR UPDATE OF h)
 ), counted AS (
     INSERT INTO tallies(what, n) SELECT what, n FROM (SELECT COUNT(*) AS n FROM fresh) c,
         (VALUES (0), (-1)) AS w(what) WHERE n > 0
@@ -125,20 +142,21 @@ SELECT COUNT(*) FROM fresh
 
 # One step of a lease: up to %(hosts)s ready hosts no one else holds (SKIP LOCKED: another process is
 # leasing from them or reporting back, and their clocks will say what is next when it commits), in
-# ready_at order; from each, up to its room of due URLs in its queue's order (one if it has a
-# delay, else what per_host leaves); of those, the first %(want)s in that order are leased. Every
-# host comes back, one without a URL once with NULLs, so that the caller parks it.
-LEASE = f"""
+# ready_at order (ordered: by best priority, then ready_at); from each, up to its room of due URLs
+# in its queue's order (one if it has a delay, else what per_host leaves); of those, the first
+# %(want)s in that order are leased. Every host comes back, one without a URL once with NULLs, so
+# that the caller parks it.
+_LEASE = f"""
 WITH h AS (
-    SELECT id, name, ready_at, COALESCE(delay, %(delay)s) AS delay,
+    SELECT id, name, best, ready_at, COALESCE(delay, %(delay)s) AS delay,
         LEAST(CASE WHEN COALESCE(delay, %(delay)s) > 0 THEN 1 ELSE %(per_host)s - in_flight END, %(want)s)
         AS room
     FROM hosts
     WHERE wake_at < {PARKED} AND ready_at <= %(now)s AND paused_until <= %(now)s AND wake_at <= %(now)s
         AND in_flight < %(per_host)s AND id <> ALL(%(seen)s)
-    ORDER BY ready_at, id LIMIT %(hosts)s FOR UPDATE SKIP LOCKED
+    ORDER BY {{hosts}} LIMIT %(hosts)s FOR UPDATE SKIP LOCKED
 ), due AS (
-    SELECT u.id, row_number() OVER (ORDER BY h.ready_at, h.id, u.priority, u.id) AS n
+    SELECT u.id, row_number() OVER (ORDER BY {{h}}, u.priority, u.id) AS n
     FROM h CROSS JOIN LATERAL (
         SELECT id, priority FROM urls
         WHERE host_id = h.id AND queued AND next_fetch_time <= %(now)s AND lease_until = 0
@@ -152,8 +170,10 @@ WITH h AS (
 SELECT h.id, h.name, h.room, h.delay, l.url, l.depth, l.retries, l.etag, l.last_modified, l.signature,
     l.fetch_interval, l.score
 FROM h LEFT JOIN leased l ON l.host_id = h.id
-ORDER BY h.ready_at, h.id, l.priority, l.id
+ORDER BY {{h}}, l.priority, l.id
 """
+LEASE = _LEASE.format(hosts="ready_at, id", h="h.ready_at, h.id")
+LEASE_ORDERED = _LEASE.format(hosts="best, ready_at, id", h="h.best, h.ready_at, h.id")
 
 RECORD_COLS = (
     "u.url, h.name, u.state, u.depth, u.retries, u.score, u.parent, u.fetch_time, u.next_fetch_time,"
@@ -190,10 +210,11 @@ WHERE id = %(id)s
 
 # A host's clocks after some of its URLs were reported: leases freed, the next request `delay` after
 # now, and woken as soon as a freed slot, a retry's or a re-visit's time allows (a NULL wake leaves
-# wake_at alone).
+# wake_at alone); its best priority lowered to a URL queued again (LEAST passes over a NULL).
 FREE_HOST = """
 UPDATE hosts SET in_flight = GREATEST(in_flight - %(freed)s, 0),
     ready_at = GREATEST(ready_at, %(now)s + COALESCE(delay, %(delay)s)),
-    wake_at = CASE WHEN %(wake)s::float8 IS NULL THEN wake_at ELSE LEAST(wake_at, %(wake)s::float8) END
+    wake_at = CASE WHEN %(wake)s::float8 IS NULL THEN wake_at ELSE LEAST(wake_at, %(wake)s::float8) END,
+    best = LEAST(best, %(best)s::float8)
 WHERE id = %(id)s
 """

@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 
 from harvestman.model.records import UrlRecord, UrlState
 from harvestman.store.frontier import GENERATE_ORDERS, row_to_record, signed64
-from harvestman.store.sqlite_file import SqliteFile
+from harvestman.store.sqlite_file import BEST_OF_HOST, SqliteFile
 
 T = TypeVar("T")
 _BATCH = 10_000  # rows an executemany, so that a job over 10^6 URLs never holds them all
@@ -32,6 +32,8 @@ class SqliteBulk(SqliteFile):
             with self._tx() as db:
                 known += db.executemany("UPDATE urls SET score = ?, priority = ? WHERE url = ?",
                                         [(s, p, u) for u, s, p in batch]).rowcount
+        with self._tx() as db:  # every host's best priority anew: one index probe a host
+            db.execute(f"UPDATE hosts SET best = {BEST_OF_HOST.format(host='hosts.id')}")
         return known
 
     def add_scores(self, items: Iterable[tuple[str, float]]) -> int:
@@ -100,13 +102,17 @@ class SqliteBulk(SqliteFile):
         done = 0
         for batch in _batches(urls):
             with self._tx() as db:
-                hosts = [row[0] for url in batch for row in db.execute(
+                rows = [row for url in batch for row in db.execute(
                     "UPDATE urls SET state = ?, queued = 1, retries = 0, next_fetch_time = 0,"
                     " lease_until = 0, http_status = 0, error_class = '', error_message = ''"
                     " WHERE url = ? AND state = ?"
-                    " RETURNING host_id", (int(UrlState.UNFETCHED), url, int(UrlState.GONE)))]
-                db.executemany("UPDATE hosts SET wake_at = 0 WHERE id = ?", [(h,) for h in set(hosts)])
-                done += len(hosts)
+                    " RETURNING host_id, priority", (int(UrlState.UNFETCHED), url, int(UrlState.GONE)))]
+                best: dict[int, float] = {}
+                for host, priority in rows:
+                    best[host] = min(best.get(host, priority), priority)
+                db.executemany("UPDATE hosts SET wake_at = 0, best = MIN(best, ?) WHERE id = ?",
+                               [(p, h) for h, p in best.items()])
+                done += len(rows)
         return done
 
     def set_metadata(self, items: Iterable[tuple[str, Mapping[str, str]]]) -> int:

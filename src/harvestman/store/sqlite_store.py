@@ -26,6 +26,7 @@ from harvestman.model.records import (
 from harvestman.store.frontier import HostStats, row_to_record, signed64
 from harvestman.store.linkcodec import decode_links, encode_links
 from harvestman.store.sqlite_bulk import SqliteBulk
+from harvestman.store.sqlite_file import BEST_OF_HOST
 
 _FAR_FUTURE = 1e18  # "never": a host with no leasable URL and no lease to wait for
 
@@ -92,6 +93,11 @@ class SqliteStore(SqliteBulk):
     from its share of the hosts (host id modulo count), so each host's politeness is kept by one
     process; every worker adds and completes URLs of any host, and the seen check stays the
     database's.
+
+    With `ordered`, a lease takes the ready hosts best first by the priority of their best queued
+    URL (hosts.best, lowest first), so that a crawl's order (score, opic, pagerank, focus) holds
+    across hosts, politeness as ever; without it (bfs, the default) in the order their clocks
+    allow, as cheap as ever.
     """
 
     def __init__(
@@ -104,8 +110,10 @@ class SqliteStore(SqliteBulk):
         host_of: Callable[[str], str],
         read_only: bool = False,
         shard: tuple[int, int] = (0, 1),
+        ordered: bool = False,
     ) -> None:
         self.per_host = per_host
+        self.ordered = ordered
         self.delay = delay
         self.lease_seconds = lease_seconds
         self._host_of = host_of
@@ -113,6 +121,18 @@ class SqliteStore(SqliteBulk):
         index, count = shard
         # SQL that keeps a hosts-table query to this process's share ("h" aliases the table).
         self._mine = f" AND h.id % {count} = {index}" if count > 1 else ""
+        # The ready hosts, in the order a lease takes them (the hosts_best or hosts_ready index).
+        self._ready_hosts = (
+            "SELECT id, name, in_flight, COALESCE(delay, ?) FROM hosts h"
+            " WHERE pending > 0 AND ready_at <= ? AND paused_until <= ? AND wake_at <= ?"
+            f" AND in_flight < ?{self._mine} ORDER BY {'best, ready_at' if ordered else 'ready_at'}, id"
+            " LIMIT ?"
+        )
+        # A host's clocks after a lease took from it; its best priority too when the lease is ordered.
+        self._took = (
+            "UPDATE hosts SET in_flight = in_flight + ?1, ready_at = MAX(ready_at, ?2)"
+            + (f", best = {BEST_OF_HOST.format(host='?3')}" if ordered else "") + " WHERE id = ?3"
+        )
         super().__init__(path, read_only=read_only, shard=shard)
 
     @classmethod
@@ -200,12 +220,9 @@ class SqliteStore(SqliteBulk):
         seen: set[int] = set()
         while len(out) < limit:
             # Every host handled below leaves the candidate set (full, delayed or parked),
-            # so re-running the query walks on to the next hosts in ready_at order.
+            # so re-running the query walks on to the next hosts in lease order.
             hosts = db.execute(
-                "SELECT id, name, in_flight, COALESCE(delay, ?) FROM hosts h"
-                " WHERE pending > 0 AND ready_at <= ? AND paused_until <= ? AND wake_at <= ?"
-                f" AND in_flight < ?{self._mine} ORDER BY ready_at, id LIMIT ?",
-                (self.delay, now, now, now, self.per_host, max(limit - len(out), 16)),
+                self._ready_hosts, (self.delay, now, now, now, self.per_host, max(limit - len(out), 16))
             ).fetchall()
             hosts = [h for h in hosts if h[0] not in seen]
             if not hosts:
@@ -228,11 +245,7 @@ class SqliteStore(SqliteBulk):
                         "UPDATE urls SET lease_until = ? WHERE id = ?",
                         [(lease_until, r[0]) for r in rows],
                     )
-                    db.execute(
-                        "UPDATE hosts SET in_flight = in_flight + ?, ready_at = MAX(ready_at, ?)"
-                        " WHERE id = ?",
-                        (len(rows), now + delay, host_id),
-                    )
+                    db.execute(self._took, (len(rows), now + delay, host_id))
                     out.extend(LeasedUrl(r[1], name, r[2], r[3], lease_until, *r[4:]) for r in rows)
                 if len(rows) < room:
                     self._park(host_id, now)
@@ -241,10 +254,14 @@ class SqliteStore(SqliteBulk):
     def _park(self, host_id: int, now: float) -> None:
         """Skip a host with nothing leasable until its next URL is due or one of its leases expires."""
         db = self._db
-        due = db.execute(
-            "SELECT MIN(next_fetch_time) FROM urls WHERE host_id = ? AND queued = 1 AND lease_until = 0",
+        due, best = db.execute(
+            "SELECT MIN(next_fetch_time), MIN(priority) FROM urls"
+            " WHERE host_id = ? AND queued = 1 AND lease_until = 0",
             (host_id,),
-        ).fetchone()[0]
+        ).fetchone()
+        if self.ordered:  # what is queued but not due yet: a retry, a re-visit
+            db.execute("UPDATE hosts SET best = ? WHERE id = ?",
+                       (float("inf") if best is None else best, host_id))
         expiry = db.execute(
             "SELECT MIN(lease_until) FROM urls WHERE host_id = ? AND lease_until > 0", (host_id,)
         ).fetchone()[0]
@@ -256,13 +273,15 @@ class SqliteStore(SqliteBulk):
         """Take back leases whose worker never reported (it died): the URLs become leasable again."""
         db = self._db
         rows = db.execute(
-            "SELECT id, host_id FROM urls WHERE lease_until > 0 AND lease_until <= ?", (now,)
+            "SELECT id, host_id, CASE WHEN queued = 1 THEN priority ELSE 9e999 END FROM urls"
+            " WHERE lease_until > 0 AND lease_until <= ?", (now,)
         ).fetchall()
         if rows:
             db.executemany("UPDATE urls SET lease_until = 0 WHERE id = ?", [(r[0],) for r in rows])
             db.executemany(
-                "UPDATE hosts SET in_flight = MAX(in_flight - 1, 0), wake_at = 0 WHERE id = ?",
-                [(r[1],) for r in rows],
+                "UPDATE hosts SET in_flight = MAX(in_flight - 1, 0), wake_at = 0, best = MIN(best, ?)"
+                " WHERE id = ?",
+                [(r[2], r[1]) for r in rows],
             )
 
     # -- reporting back ----------------------------------------------------------------------------
@@ -302,7 +321,9 @@ class SqliteStore(SqliteBulk):
     ) -> int:
         """Write one outcome on the row of `url` (made when missing); the row's id."""
         db = self._db
-        row = db.execute("SELECT id, host_id, lease_until FROM urls WHERE url = ?", (url,)).fetchone()
+        row = db.execute(
+            "SELECT id, host_id, lease_until, priority FROM urls WHERE url = ?", (url,)
+        ).fetchone()
         if row is None:
             # Reported without being added (a final URL, or a URL leased from an older file): upsert.
             host_id = self._host_id(self._host_of(url))
@@ -310,8 +331,10 @@ class SqliteStore(SqliteBulk):
                 "INSERT INTO urls(url, host_id, depth, parent, state) VALUES (?, ?, ?, ?, ?)",
                 (url, host_id, depth, parent, int(state)),
             )
-            row = db.execute("SELECT id, host_id, lease_until FROM urls WHERE url = ?", (url,)).fetchone()
-        url_id, host_id, leased = row
+            row = db.execute(
+                "SELECT id, host_id, lease_until, priority FROM urls WHERE url = ?", (url,)
+            ).fetchone()
+        url_id, host_id, leased, priority = row
         next_fetch_time = o.next_fetch_time if revisit or state == UrlState.UNFETCHED else 0.0
         queued = state == UrlState.UNFETCHED or next_fetch_time > 0
         db.execute(
@@ -348,7 +371,7 @@ class SqliteStore(SqliteBulk):
         db.execute(
             "UPDATE hosts SET in_flight = MAX(in_flight - ?, 0),"
             " ready_at = MAX(ready_at, ? + COALESCE(delay, ?)),"
-            " wake_at = CASE WHEN ? THEN MIN(wake_at, ?) ELSE wake_at END WHERE id = ?",
+            " wake_at = CASE WHEN ? THEN MIN(wake_at, ?) ELSE wake_at END, best = MIN(best, ?) WHERE id = ?",
             (
                 1 if leased > 0 else 0,
                 now,
@@ -356,6 +379,7 @@ class SqliteStore(SqliteBulk):
                 queued or leased > 0,
                 # A retry or re-visit becomes leasable at its next fetch time; a freed slot at once.
                 next_fetch_time if leased == 0 else 0.0,
+                priority if queued else float("inf"),  # queued again: the host's best may be this
                 host_id,
             ),
         )
@@ -394,6 +418,11 @@ class SqliteStore(SqliteBulk):
     def release_leases(self) -> int:
         """Hand back every lease (a crawl resumed by its only process); returns how many there were."""
         with self._tx() as db:
+            db.execute(
+                "UPDATE hosts SET best = MIN(hosts.best, r.best) FROM (SELECT host_id,"
+                " MIN(priority) AS best FROM urls WHERE lease_until > 0 AND queued = 1 GROUP BY host_id) r"
+                " WHERE hosts.id = r.host_id"
+            )
             n = db.execute("UPDATE urls SET lease_until = 0 WHERE lease_until > 0").rowcount
             db.execute("UPDATE hosts SET in_flight = 0, wake_at = 0 WHERE in_flight <> 0 OR wake_at <> 0")
             return n
@@ -547,6 +576,13 @@ class SqliteStore(SqliteBulk):
                 .fetchone()
             )
         return None if row is None else row_to_record(row)
+
+    def host_best(self, host: str) -> float | None:
+        """The priority an ordered lease ranks `host` by (hosts.best; inf: nothing queued), or None
+        when the host is not known."""
+        with self._reading():
+            row = self._read().execute("SELECT best FROM hosts WHERE name = ?", (host,)).fetchone()
+        return None if row is None else float(row[0])
 
     def get_meta(self, key: str) -> str | None:
         """A stored run-metadata value (seeds, config, start time), or None."""
