@@ -16,7 +16,7 @@ against pages fetched. Written: focus_curves.csv and focus_curves.png in --out, 
 
     apt-get install python3.11-doc postgresql-doc-15 git-doc
     pip install matplotlib
-    python bench/focus_curves.py [--out docs] [--concurrency 1]
+    python bench/focus_curves.py [--out docs] [--concurrency 1] [--per-host 1]
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.support.doccorpus import HUB, doc_corpus
+from tests.support.doccorpus import doc_corpus
 from tests.support.nginx import NginxServer, free_port
 from tests.support.topichosts import TopicHosts, build_topic_hosts
 
@@ -72,8 +72,9 @@ def focus_file(folder: Path, examples: Path, mode: str, *, tunnel: int, training
 
 def crawl(web: TopicHosts, out: Path, args: argparse.Namespace, *extra: str) -> float:
     started = time.monotonic()
-    cli("crawl", web.seed, "--out", str(out), "--allow-net", "127.63.0.0/16", "--scope", "any", "-q", "--workers", "1",
-        "--concurrency", str(args.concurrency), "--per-host", "1", *extra)
+    cli("crawl", web.seed, "--out", str(out), "--allow-net", "127.63.0.0/16", "--scope", "any", "-q",
+        "--workers", "1",
+        "--concurrency", str(args.concurrency), "--per-host", str(args.per_host), *extra)
     return time.monotonic() - started
 
 
@@ -136,11 +137,13 @@ def plot(path: Path, xs: list[int], series: dict[str, tuple[list[float], list[fl
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, default=Path("."), help="where focus_curves.csv and .png go")
     parser.add_argument("--pages", type=int, default=18, help="pages a topic site")
-    parser.add_argument("--tunnel", type=int, default=3)
+    parser.add_argument("--tunnel", type=int, default=4)
     parser.add_argument("--concurrency", type=int, default=1, help="the live crawls' --concurrency")
+    parser.add_argument("--per-host", type=int, default=1, help="the live crawls' --per-host")
     parser.add_argument("--seed", type=int, default=11)
     args = parser.parse_args()
     corpus = doc_corpus()
@@ -161,9 +164,11 @@ def main() -> None:
     web_a, web_b = (build_topic_hosts(work / "site", docs, hosts, port, target=TARGET, pages=args.pages,
                                       seed=args.seed + n)
                     for n, (docs, hosts) in enumerate(zip(webs_docs, addresses, strict=True)))
+    (work / "labels-b.json").write_text(json.dumps(web_b.labels, indent=0), encoding="utf-8")
     total = len(web_b.labels)
     relevant = len(web_b.relevant(TARGET))
-    print(f"web B (measured): {total} pages on {HOSTS} hosts, {relevant} networking pages ({relevant / total:.0%}),"
+    print(f"web B (measured): {total} pages on {HOSTS} hosts, {relevant} networking pages "
+          f"({relevant / total:.0%}),"
           f" hidden networking sites {len(web_b.hidden)}; web A (rules learnt): {len(web_a.labels)} pages")
     rows: dict[str, tuple[list[float], list[float]]] = {}
     with NginxServer(work / "site", addresses[0] + addresses[1], port):
@@ -192,11 +197,12 @@ def main() -> None:
          f"Focused crawls of a {HOSTS}-host web of documentation text (target: networking, "
          f"{relevant} of {total} pages; rules learnt on another web)")
     print(f"\nharvest rate at 10/25/50% of the {total} pages, recall at 25/50%  (live --concurrency "
-          f"{args.concurrency})")
+          f"{args.concurrency} --per-host {args.per_host})")
     print(f"{'strategy':<16}{'10%':>7}{'25%':>7}{'50%':>7}{'rec25':>8}{'rec50':>8}")
     for name, (rate, recall) in rows.items():
         at = [max(1, int(total * s)) - 1 for s in SHARES]
-        print(f"{name:<16}" + "".join(f"{rate[i]:>7.2f}" for i in at) + f"{recall[at[1]]:>8.2f}{recall[at[2]]:>8.2f}")
+        shares = "".join(f"{rate[i]:>7.2f}" for i in at)
+        print(f"{name:<16}{shares}{recall[at[1]]:>8.2f}{recall[at[2]]:>8.2f}")
     for name in ("soft", "rules"):
         for i, share in ((1, "25%"), (2, "50%")):
             at = max(1, int(total * SHARES[i])) - 1

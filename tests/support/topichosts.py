@@ -49,7 +49,8 @@ def _page(title: str, body: str) -> str:
 
 def _paragraphs(text: str, words: int = 50) -> str:
     tokens = text.split()
-    return "".join(f"<p>{html.escape(' '.join(tokens[i:i + words]))}</p>" for i in range(0, len(tokens), words))
+    return "".join(f"<p>{html.escape(' '.join(tokens[i:i + words]))}</p>"
+                   for i in range(0, len(tokens), words))
 
 
 def _blurb(text: str, words: int = 35) -> str:
@@ -100,7 +101,8 @@ def build_topic_hosts(root: Path, docs: Mapping[str, Sequence[Doc]], addresses: 
         own = web.sites[site]
         site_docs[site] = []
         for _ in range(pages):
-            topic = own if rng.random() >= stray_share else rng.choice([t for t in docs if t not in (own, HUB)])
+            strays = [t for t in docs if t not in (own, HUB)]
+            topic = own if rng.random() >= stray_share else rng.choice(strays)
             site_docs[site].append((topic, take(topic)))
     by_topic = {t: [s for s in visible if web.sites[s] == t] for t in set(topics)}
 
@@ -147,8 +149,8 @@ def build_topic_hosts(root: Path, docs: Mapping[str, Sequence[Doc]], addresses: 
             title, text = take(HUB)
             mine = entries[n * per_page:(n + 1) * per_page]
             listing = "".join(
-                f'<p><a href="{base[s]}/">{html.escape(site_docs[s][0][1][0])}</a> {_blurb(site_docs[s][0][1][1])}'
-                f"</p>" for s in mine)
+                f'<p><a href="{base[s]}/">{html.escape(site_docs[s][0][1][0])}</a> '
+                f"{_blurb(site_docs[s][0][1][1])}</p>" for s in mine)
             archive = "".join(_li(f"/notes{m}.html" if m else "/", f"Release notes, part {m + 1}")
                               for m in range(hub_pages) if m != n)
             more = "".join(f'<p><a href="{base[c]}/">More release notes</a></p>' for c in children)
@@ -163,7 +165,8 @@ def build_topic_hosts(root: Path, docs: Mapping[str, Sequence[Doc]], addresses: 
     rng.shuffle(shown)
     links = "".join(_li(f"{base[s]}/", site_docs[s][0][1][0]) for s in shown)
     front = "".join(f'<p><a href="{base[h]}/">Release notes</a></p>' for h in hubs[:1])
-    write(portal, "/index.html", _page("Documentation", f"<h1>Documentation</h1><ul>{links}</ul>{front}"), HOME)
+    write(portal, "/index.html", _page("Documentation", f"<h1>Documentation</h1><ul>{links}</ul>{front}"),
+          HOME)
     for address in addresses:
         (root / address).mkdir(parents=True, exist_ok=True)
         (root / address / "robots.txt").write_text("User-agent: *\nDisallow: /private/\n", encoding="utf-8")

@@ -115,11 +115,14 @@ def unpack(score: float) -> tuple[float, int]:
 
 @dataclass(frozen=True, slots=True)
 class Rules:
-    """How likely a link from a page of one class leads to a page of another: `odds[a][b]`."""
+    """How likely a page of one class leads to a page of another: `odds[a][b]`. Per link (`learn`,
+    the seed's rules: the share of A's links that go to a B page, a distribution over B) or per
+    path (`learn_paths`: the worth of an A page as a way to B pages, the chains counted already)."""
 
     classes: tuple[str, ...]
     odds: Mapping[str, Mapping[str, float]]
     links: int = 0  # the links they were learnt from (0: a prior, no training crawl)
+    paths: bool = False
 
     @classmethod
     def learn(cls, transitions: Iterable[tuple[str, str]], classes: Collection[str],
@@ -139,6 +142,54 @@ class Rules:
         return cls(names, odds, seen)
 
     @classmethod
+    def learn_paths(cls, graph: Mapping[str, Collection[str]], page_classes: Mapping[str, str],
+                    classes: Collection[str], targets: Collection[str], tunnel: int,
+                    discount: float = 0.5) -> Rules:
+        """Rules from a training crawl's link graph as paths (a crawler's future reward, as in
+        Rennie and McCallum's reinforcement-learning spider): a page's worth is the number of target
+        pages within `tunnel` + 1 links of it through off-topic pages, each weighed by `discount` to
+        the power of its distance less one; a class's worth, the mean of its pages', scaled so that
+        the best class has 1. odds[a][t]: the worth of class a towards target t.
+
+        Per link, a page that lists sites of every topic (a hub of release notes) looks no better a
+        way to the target than any page, its links going mostly to other topics, and chains of such
+        odds fade at each step; counted along the paths the crawl would take, the target sites it
+        opens (and the pages behind their front pages) count for it."""
+        names = tuple(sorted(classes))
+        wanted = {t for t in targets if t in names}
+        worth: dict[str, dict[str, float]] = {a: dict.fromkeys(names, 0.0) for a in names}
+        count = dict.fromkeys(names, 0)
+        links = 0
+        for start, own in page_classes.items():
+            if own not in count:
+                continue
+            count[own] += 1
+            found: dict[str, float] = {}
+            seen = {start}
+            frontier = [start]
+            for distance in range(tunnel + 1):
+                weight = discount ** distance
+                step = []
+                for page in frontier:
+                    for target in graph.get(page, ()):
+                        links += distance == 0
+                        if target in seen or target not in page_classes:
+                            continue
+                        seen.add(target)
+                        kind = page_classes[target]
+                        if kind in wanted:  # a target page ends the path: its worth is its own
+                            found[kind] = found.get(kind, 0.0) + weight
+                        else:
+                            step.append(target)
+                frontier = step
+            for kind, value in found.items():
+                worth[own][kind] += value
+        means = {a: {t: worth[a][t] / count[a] if count[a] else 0.0 for t in names} for a in names}
+        top = max((sum(means[a][t] for t in wanted) for a in names), default=0.0) or 1.0
+        odds = {a: {t: means[a][t] / top for t in names} for a in names}
+        return cls(names, odds, links, paths=True)
+
+    @classmethod
     def prior(cls, classes: Collection[str], targets: Collection[str]) -> Rules:
         """Rules before any training crawl: topical locality (a page links mostly to its own class)."""
         names = tuple(sorted(classes))
@@ -153,6 +204,8 @@ class Rules:
         by some path after a few links, and the classes that lead there (hubs) no longer stand out."""
         wanted = set(targets)
         direct = {a: sum(p for b, p in self.odds[a].items() if b in wanted) for a in self.classes}
+        if self.paths:  # learnt along the paths: the chains are in the odds already
+            return {a: min(1.0, value) for a, value in direct.items()}
         reach = dict(direct)
         for _ in range(tunnel):
             reach = {a: max([direct[a]] + [p * reach[b] for b, p in self.odds[a].items() if b not in wanted])
@@ -162,13 +215,13 @@ class Rules:
     def to_json(self) -> dict[str, Any]:
         """The rules as a JSON object."""
         return {"classes": list(self.classes), "odds": {a: dict(row) for a, row in self.odds.items()},
-                "links": self.links}
+                "links": self.links, "paths": self.paths}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Rules:
         """The rules `to_json` wrote."""
         return cls(tuple(data["classes"]), {a: dict(row) for a, row in data["odds"].items()},
-                   int(data.get("links", 0)))
+                   int(data.get("links", 0)), bool(data.get("paths", False)))
 
     def describe(self, targets: Collection[str]) -> list[str]:
         """The rules as lines, such as "class A -> target T: p" (the strongest first)."""
