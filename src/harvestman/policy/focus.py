@@ -36,7 +36,7 @@ OTHER = "other"  # the class of the negative examples
 MAX_TUNNEL = 50
 MAX_TEXT = 100_000  # characters of a page's (or part's) text classified
 FRAMES = frozenset({LinkKind.FRAME, LinkKind.IFRAME})
-SHARPEN = 4  # rules: class probabilities raised to this power (renormalized) before weighing reaches
+SHARPEN = 4  # rules: class probabilities raised to at least this power (renormalized) before weighing reaches
 
 
 @dataclass(frozen=True, slots=True)
@@ -284,7 +284,10 @@ class Focus:
         crawler classifies a page: a model of few examples spreads its probabilities too evenly for
         an expectation over classes to tell hubs from the rest)."""
         if self.spec.mode == "rules":
-            sharp = {name: p ** SHARPEN for name, p in probs.items()}
+            # The calibration's slope is the model's temperature: a model of few examples whose
+            # probabilities hug the priors (a slope of 10, say) spreads them over every class alike.
+            power = max(SHARPEN, self.calibration[0])
+            sharp = {name: p ** power for name, p in probs.items()}
             total = sum(sharp.values()) or 1.0
             return sum(q * self._reach.get(name, 0.0) for name, q in sharp.items()) / total
         return max(probs.get(name, 0.0) for name in self._targets)
