@@ -31,8 +31,11 @@ def _heavy_tailed_index(rng: random.Random, n: int) -> int:
 
 
 def generate_web(root: Path, hosts: list[str], pages_per_host: int, *, port: int, seed: int = 1,
-                 median_bytes: int = 20_000, private_pages: int = 5) -> SiteSpec:
-    """Write the web under `root/<host>/` and return what a polite crawl from the seed must find."""
+                 median_bytes: int = 20_000, private_pages: int = 5, host_skew: bool = False) -> SiteSpec:
+    """Write the web under `root/<host>/` and return what a polite crawl from the seed must find.
+
+    With `host_skew`, a link to another host picks it heavy-tailed as it picks pages (the first
+    hosts get most of them: a few sites matter more), instead of uniformly."""
     if pages_per_host < 2:
         raise ValueError("pages_per_host must be at least 2")
     rng = random.Random(seed)
@@ -46,7 +49,8 @@ def generate_web(root: Path, hosts: list[str], pages_per_host: int, *, port: int
             out = [base[host] + paths[(n + 1) % len(paths)]]  # the chain keeps every page reachable
             for _ in range(rng.randint(20, 40) - 1):
                 if len(hosts) > 1 and rng.random() < 0.2:
-                    other = hosts[(h_index + 1 + rng.randrange(len(hosts) - 1)) % len(hosts)]
+                    other = (hosts[_heavy_tailed_index(rng, len(hosts))] if host_skew
+                             else hosts[(h_index + 1 + rng.randrange(len(hosts) - 1)) % len(hosts)])
                     out.append(base[other] + paths[_heavy_tailed_index(rng, len(paths))])
                 elif rng.random() < 0.02:
                     out.append(base[host] + rng.choice(private))

@@ -4,6 +4,7 @@ over real loopback crawls (one fetch at a time, so the server's log is the lease
 from __future__ import annotations
 
 import asyncio
+import threading
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ from harvestman.policy.ordering import (
     ranked_urls,
 )
 from tests.support.crawlcheck import consistent_records, run_cli
-from tests.support.httpserver import RouteServer
+from tests.support.httpserver import RouteHandler, RouteServer, RouteValue
 
 ALLOW = ("127.5.0.0/16",)
 KEYWORD = "apple"
@@ -183,3 +184,57 @@ def test_dfs_goes_down_first_and_bfs_across(tmp_path: Path, ordering: str, order
                        "--concurrency", "1", "--per-host", "1", "--workers", "1", "--allow-net", ALLOW[0])
     assert done.returncode == 0, done.stderr
     assert _fetched(server) == order
+
+
+# ----- the order across hosts (issue 27) --------------------------------------------------------
+
+
+class GoodHostFirst:
+    """Links to the good host score 2, the others 0."""
+
+    def __init__(self, good: str) -> None:
+        self.good = good
+
+    def __call__(self, page: CrawledPage, link: Link) -> float:
+        return 2.0 if link.url.startswith(self.good) else 0.0
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_a_crawl_by_score_fetches_the_better_host_s_pages_before_the_worse_one_s(
+        tmp_path: Path, request: pytest.FixtureRequest, backend: str) -> None:
+    """Three loopback hosts: a hub linking to a poor host (first) and a good one, each with five
+    pages of its own. By score, every good page comes before any poor one, though the poor host is
+    as ready as the good one; by bfs, the hosts take turns."""
+    fetched: list[str] = []  # "host path", in the order the servers answered, over all three
+    lock = threading.Lock()
+
+    def page(name: str, html: tuple[int, dict[str, str], bytes]) -> RouteValue:
+        def serve(handler: RouteHandler) -> None:
+            with lock:
+                fetched.append(f"{name} {handler.path}")
+            handler.send_simple(*html)
+        return serve
+
+    def site(name: str, letter: str) -> dict[str, RouteValue]:
+        children = [f"/{letter}{i}" for i in range(1, 6)]
+        return {"/": page(name, _html(*((c, c) for c in children))),
+                **{c: page(name, _html()) for c in children}}
+
+    db = request.getfixturevalue("postgres_url") if backend == "postgres" else ""
+    with RouteServer(site("poor", "p"), host="127.5.27.3") as poor, \
+            RouteServer(site("good", "g"), host="127.5.27.2") as good:
+        hub = {"/": page("hub", _html((poor.url("/"), "poor"), (good.url("/"), "good")))}
+        with RouteServer(hub, host="127.5.27.1") as server:
+            for ordering in ("score", "bfs"):
+                fetched.clear()
+                cfg = _one_at_a_time(server.url("/"), tmp_path / ordering, ordering=ordering, scope="any",
+                                     db=db if ordering == "score" else "")
+                scorer = GoodHostFirst(good.url("/")) if ordering == "score" else None
+                asyncio.run(Crawler(cfg, scorer=scorer).run())
+                order = [f for f in fetched if not f.endswith("/robots.txt")]
+                assert len(order) == 13 and order[0] == "hub /"
+                hosts = [f.split()[0] for f in order[1:]]
+                if ordering == "score":
+                    assert hosts == ["good"] * 6 + ["poor"] * 6, order
+                else:  # bfs: the hosts take turns by their clocks
+                    assert sorted(hosts[:4]) == ["good", "good", "poor", "poor"], order

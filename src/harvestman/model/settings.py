@@ -98,7 +98,8 @@ SETTINGS: tuple[Setting, ...] = (
     _("max_outlinks", "distinct links kept per page (the link graph and the links followed)"),
     _("link_anchors", "keep each link's anchor text in the link graph (costs ~1 µs CPU a link)",
       ("--link-anchors",), form="switch", commands=("crawl", "step")),
-    _("ordering", "order of each host's queue: shallower first (bfs), deeper first (dfs), by a link "
+    _("ordering", "order URLs are leased in (bfs: each host's queue; others across hosts too, "
+      "politeness kept): shallower first (bfs), deeper first (dfs), by a link "
       "scorer's score (score: Python API only), by the scores harvestman rank stored (indegree, "
       "pagerank), or by online OPIC (opic)", ("--order",), aliases=("--ordering",),
       choices=ORDERINGS, commands=("crawl",)),

@@ -1,8 +1,9 @@
 """The order a crawl leases its URLs in: link scorers and the `bfs`, `dfs` and `score` orderings.
 
 The frontier leases a host's queued URLs lowest `NewUrl.priority` first, then in insertion order;
-an ordering turns a new URL's depth and score into that priority. Orderings are per host: hosts
-still take turns by their politeness clocks. The default crawl (`bfs`, no scorer) never comes here:
+an ordering turns a new URL's depth and score into that priority. Under bfs the hosts take turns by
+their politeness clocks; any other ordering holds across hosts too (the store leases the ready hosts
+by their best queued URL's priority, `ordered`). The default crawl (`bfs`, no scorer) never comes here:
 the engine builds its NewUrls inline, priority = depth, so that this costs nothing per link.
 """
 

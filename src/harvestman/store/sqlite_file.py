@@ -26,19 +26,21 @@ SCHEMA_VERSION = 7  # 2: urls.title; 3: queued URLs by priority (re-visits), the
 # ~25% of file size but costs a second lookup (hash index, then the row) to compare the text.
 # Statements shared by a new file's schema and the migration to version 3 (one statement each).
 _TRIGGERS = (
+    # best is written only when it falls (in a bfs crawl, almost never): a write moves the row in
+    # the hosts_best index.
     """CREATE TRIGGER urls_ins AFTER INSERT ON urls BEGIN
     UPDATE state_counts SET n = n + 1 WHERE state = new.state;
-    UPDATE hosts SET pending = pending + 1, wake_at = 0, best = MIN(best, new.priority)
-    WHERE id = new.host_id AND new.queued = 1;
+    UPDATE hosts SET pending = pending + 1, wake_at = 0 WHERE id = new.host_id AND new.queued = 1;
+    UPDATE hosts SET best = new.priority WHERE id = new.host_id AND new.queued = 1 AND best > new.priority;
 END""",
     """CREATE TRIGGER urls_state AFTER UPDATE OF state ON urls WHEN old.state <> new.state BEGIN
     UPDATE state_counts SET n = n - 1 WHERE state = old.state;
     UPDATE state_counts SET n = n + 1 WHERE state = new.state;
 END""",
     """CREATE TRIGGER urls_queued AFTER UPDATE OF queued ON urls WHEN old.queued <> new.queued BEGIN
-    UPDATE hosts SET pending = pending + new.queued - old.queued,
-        best = CASE WHEN new.queued = 1 AND new.lease_until = 0 THEN MIN(best, new.priority) ELSE best END
-    WHERE id = new.host_id;
+    UPDATE hosts SET pending = pending + new.queued - old.queued WHERE id = new.host_id;
+    UPDATE hosts SET best = new.priority
+    WHERE id = new.host_id AND new.queued = 1 AND new.lease_until = 0 AND best > new.priority;
 END""",
 )
 # Version 3's triggers, as a file went on from there until version 7 (which replaces two of them).
@@ -60,7 +62,9 @@ BEST_OF_HOST = (
     "COALESCE((SELECT priority FROM urls WHERE host_id = {host} AND queued = 1 AND lease_until = 0"
     f" ORDER BY priority LIMIT 1), {NO_PRIORITY})"
 )
-_BEST_INDEX = "CREATE INDEX hosts_best ON hosts(best, ready_at) WHERE pending > 0"
+# On best alone: the clocks (ready_at, in_flight) change at every lease and outcome, and an index on
+# them too would be rewritten each time, in a bfs crawl as well (ties on best are sorted apart).
+_BEST_INDEX = "CREATE INDEX hosts_best ON hosts(best) WHERE pending > 0"
 # The per-host queues: only queued rows, in lease order (the rowid ends every index entry).
 _QUEUE_INDEX = "CREATE INDEX urls_queue ON urls(host_id, priority) WHERE queued = 1"
 # The link graph: one row a fetched HTML page, its links as JSON [[url, anchor, kind, nofollow], ...].

@@ -121,10 +121,13 @@ class SqliteStore(SqliteBulk):
         index, count = shard
         # SQL that keeps a hosts-table query to this process's share ("h" aliases the table).
         self._mine = f" AND h.id % {count} = {index}" if count > 1 else ""
-        # The ready hosts, in the order a lease takes them (the hosts_best or hosts_ready index).
+        # The ready hosts, in the order a lease takes them. Ordered, the hosts_best index, walked
+        # from the best host until enough ready ones are found: the planner, without statistics,
+        # would rather take every host ready_at allows (nearly all of them) and sort them.
         self._ready_hosts = (
             "SELECT id, name, in_flight, COALESCE(delay, ?) FROM hosts h"
-            " WHERE pending > 0 AND ready_at <= ? AND paused_until <= ? AND wake_at <= ?"
+            + (" INDEXED BY hosts_best" if ordered else "")
+            + " WHERE pending > 0 AND ready_at <= ? AND paused_until <= ? AND wake_at <= ?"
             f" AND in_flight < ?{self._mine} ORDER BY {'best, ready_at' if ordered else 'ready_at'}, id"
             " LIMIT ?"
         )
@@ -279,10 +282,11 @@ class SqliteStore(SqliteBulk):
         if rows:
             db.executemany("UPDATE urls SET lease_until = 0 WHERE id = ?", [(r[0],) for r in rows])
             db.executemany(
-                "UPDATE hosts SET in_flight = MAX(in_flight - 1, 0), wake_at = 0, best = MIN(best, ?)"
-                " WHERE id = ?",
-                [(r[2], r[1]) for r in rows],
+                "UPDATE hosts SET in_flight = MAX(in_flight - 1, 0), wake_at = 0 WHERE id = ?",
+                [(r[1],) for r in rows],
             )
+            db.executemany("UPDATE hosts SET best = ?1 WHERE id = ?2 AND best > ?1",
+                           [(r[2], r[1]) for r in rows])
 
     # -- reporting back ----------------------------------------------------------------------------
 
@@ -371,7 +375,7 @@ class SqliteStore(SqliteBulk):
         db.execute(
             "UPDATE hosts SET in_flight = MAX(in_flight - ?, 0),"
             " ready_at = MAX(ready_at, ? + COALESCE(delay, ?)),"
-            " wake_at = CASE WHEN ? THEN MIN(wake_at, ?) ELSE wake_at END, best = MIN(best, ?) WHERE id = ?",
+            " wake_at = CASE WHEN ? THEN MIN(wake_at, ?) ELSE wake_at END WHERE id = ?",
             (
                 1 if leased > 0 else 0,
                 now,
@@ -379,10 +383,11 @@ class SqliteStore(SqliteBulk):
                 queued or leased > 0,
                 # A retry or re-visit becomes leasable at its next fetch time; a freed slot at once.
                 next_fetch_time if leased == 0 else 0.0,
-                priority if queued else float("inf"),  # queued again: the host's best may be this
                 host_id,
             ),
         )
+        if queued:  # queued again (a retry, a re-visit): the host's best may be this
+            db.execute("UPDATE hosts SET best = ? WHERE id = ? AND best > ?", (priority, host_id, priority))
         return int(url_id)
 
     # -- host controls -------------------------------------------------------------------------------
