@@ -287,7 +287,7 @@ class Focus:
             # The calibration's slope is the model's temperature: a model of few examples whose
             # probabilities hug the priors (a slope of 10, say) spreads them over every class alike.
             power = max(SHARPEN, self.calibration[0])
-            sharp = {name: p ** power for name, p in probs.items()}
+            sharp = {name: math.pow(p, power) for name, p in probs.items()}
             total = sum(sharp.values()) or 1.0
             return sum(q * self._reach.get(name, 0.0) for name, q in sharp.items()) / total
         return max(probs.get(name, 0.0) for name in self._targets)
