@@ -5,9 +5,10 @@ Modes:
   is stored only with keep_off_topic). The crawl's ordering is left as configured (bfs by default).
 - soft: every link inherits its page's relevance as its score; the frontier leases the best first.
 - rules: pages fall into classes (the classifier's: the topics, the non-target topics, "other");
-  rules learnt from a training crawl say how likely a link from a page of class A leads to a page
-  of class B, and a link's score is the likelihood of reaching a target page within `tunnel` + 1
-  links (chains of rules through off-topic classes). A path may cross at most `tunnel` off-topic
+  rules learnt from a training crawl say what a page of each class is worth as a way to target
+  pages within `tunnel` + 1 links through off-topic pages (the target pages along its paths,
+  discounted by distance: Rules.learn_paths), and a link's score is its page's class's worth.
+  Without a training crawl, a prior chained per link. A path may cross at most `tunnel` off-topic
   pages in a row: a page further from the topic has its links dropped.
 - blocks (with soft or rules): each part of the page (policy/blocks.py) is classified, and a link
   gets its part's score. Links in frames get the score their frameset page inherited (the seed's
@@ -280,9 +281,10 @@ class Focus:
 
     def _worth(self, probs: Mapping[str, float]) -> float:
         """A link's score from the class distribution of the page (or part) it is in: soft, the best
-        target's probability; rules, the reach of the page's class (the most likely one, as the seed's
-        crawler classifies a page: a model of few examples spreads its probabilities too evenly for
-        an expectation over classes to tell hubs from the rest)."""
+        target's probability; rules, the reach of the page's classes weighed by their sharpened
+        probabilities (near the most likely class's, as the seed's crawler classifies a page: a model
+        of few examples spreads its probabilities too evenly for a plain expectation over classes to
+        tell hubs from the rest)."""
         if self.spec.mode == "rules":
             # The calibration's slope is the model's temperature: a model of few examples whose
             # probabilities hug the priors (a slope of 10, say) spreads them over every class alike.
