@@ -37,6 +37,8 @@ OTHER = "other"  # the class of the negative examples
 MAX_TUNNEL = 50
 MAX_TEXT = 100_000  # characters of a page's (or part's) text classified
 FRAMES = frozenset({LinkKind.FRAME, LinkKind.IFRAME})
+PATH_STARTS = 500  # rules learnt along paths: pages of each class whose paths are followed
+PATH_PAGES = 2000  # and pages seen from each, at most (the learning stays in seconds on large crawls)
 SHARPEN = 4  # rules: class probabilities raised to at least this power (renormalized) before weighing reaches
 
 
@@ -162,7 +164,8 @@ class Rules:
         count = dict.fromkeys(names, 0)
         links = 0
         for start, own in page_classes.items():
-            if own not in count:
+            # A large training crawl: its first PATH_STARTS pages of each class are sample enough.
+            if own not in count or count[own] >= PATH_STARTS:
                 continue
             count[own] += 1
             found: dict[str, float] = {}
@@ -172,6 +175,8 @@ class Rules:
                 weight = discount ** distance
                 step = []
                 for page in frontier:
+                    if len(seen) > PATH_PAGES:  # a dense graph: the nearest pages are what counts
+                        break
                     for target in graph.get(page, ()):
                         links += distance == 0
                         if target in seen or target not in page_classes:
