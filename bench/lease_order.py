@@ -1,17 +1,19 @@
 """The lease's cost on a large frontier: SQLite, `--hosts` hosts of `--per-host` queued URLs each.
 
     python bench/lease_order.py [--hosts 10000] [--per-host 100] [--rounds 300] [--limit 64]
-                                [--ordered] [--dir /tmp] [--db FILE]
+                                [--scores] [--ordered] [--dir /tmp] [--db FILE]
 
 Adds the URLs (host after host in turn, batches of 1,000, as a crawl's discoveries come) to a new
 SqliteStore, then runs `--rounds` rounds of what the engine does: lease(`--limit`) and complete()
 of every leased URL as FETCHED, per_host 2, no delay. Priorities are depths 0-3 (bfs, the default)
-or, with --ordered, random scores (a crawl by score, opic or pagerank), leased with the global
-order across hosts (SqliteStore(ordered=True)). Prints add() URLs/s, and the median and p90
-microseconds per leased URL of lease() and of complete(). With --db FILE, the frontier is built
-once and kept in FILE, and later runs start from a copy of it (no add() timed). Run against
-another checkout (for example main, which has no --ordered) with PYTHONPATH=that/src; a shared
-machine is noisy: alternate runs of the variants and compare medians.
+or, with --scores, random scores (a crawl by score, opic or pagerank: each host's best URLs lie
+anywhere in the file, not in the first pages written); --ordered leases them with the global order
+across hosts (SqliteStore(ordered=True)), else each host's queue alone is ordered (main's way).
+Prints add() URLs/s, and the median and p90 microseconds per leased URL of lease() and of
+complete(). With --db FILE, the frontier is built once and kept in FILE, and later runs start
+from a copy of it (no add() timed). Run against another checkout (for example main, which has no
+--ordered) with PYTHONPATH=that/src; a shared machine is noisy: alternate runs of the variants
+and compare medians.
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ def main() -> None:
     ap.add_argument("--per-host", type=int, default=100)
     ap.add_argument("--rounds", type=int, default=300)
     ap.add_argument("--limit", type=int, default=64)
+    ap.add_argument("--scores", action="store_true")
     ap.add_argument("--ordered", action="store_true")
     ap.add_argument("--dir", default="/tmp")
     ap.add_argument("--db", type=Path, help="keep the built frontier here; start from a copy when it exists")
@@ -60,8 +63,9 @@ def main() -> None:
             for h in range(args.hosts):
                 url = f"http://host-{h}.example/page/{i}"
                 depth = min(i, 3)
-                priority = -rng.random() if args.ordered else float(depth)
-                score = -priority if args.ordered else 0.0
+                scored = args.scores or args.ordered
+                priority = -rng.random() if scored else float(depth)
+                score = -priority if scored else 0.0
                 batch.append(NewUrl(url, host_of(url), depth, score, "", priority))
                 if len(batch) == 1000:
                     start = time.perf_counter()
@@ -94,7 +98,8 @@ def main() -> None:
         return f"median {statistics.median(xs):7.1f}  p90 {statistics.quantiles(xs, n=10)[-1]:7.1f}"
 
     rate = f"add {added / spent:7.0f} URLs/s" if spent else "(copied)"
-    print(f"{'ordered' if args.ordered else 'bfs':8s} {rate}  "
+    kind = "ordered" if args.ordered else "scores" if args.scores else "bfs"
+    print(f"{kind:8s} {rate}  "
           f"lease µs/URL {show(lease_us)}  complete µs/URL {show(complete_us)}")
 
 

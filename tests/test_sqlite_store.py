@@ -168,12 +168,31 @@ def test_schema_2_file_gets_each_host_s_best_priority_for_the_global_order(tmp_p
         assert f.host_best("a.test") == 1  # a.test/x at depth 1 (migrated: priority = depth)
         assert f.host_best("b.test") == float("inf")  # its one queued URL is leased
         plan = f._db.execute("EXPLAIN QUERY PLAN " + f._ready_hosts, (0, T0, T0, T0, 10, 16)).fetchall()
-        assert "hosts_best" in str(plan)  # the migration made the ordered lease's index
+        assert "hosts_order" in str(plan)  # the ordered lease's index, made as it opened
         f.add([nu("http://c.test/", priority=0.5)])
         # b.test/'s lease expired long ago: the lease takes it back (best 1, as a.test's; b's id
         # is lower), and orders the hosts by their best.
         leased = [u.url for u in f.lease(10, T0)]
         assert leased == ["http://c.test/", "http://b.test/", "http://a.test/x", "http://a.test/y"]
+
+
+def test_the_ordered_lease_s_index_is_there_only_while_the_crawl_is_ordered(tmp_path: Path) -> None:
+    def indexes() -> set[str]:
+        db = sqlite3.connect(tmp_path / "crawl.db")
+        try:
+            return {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        finally:
+            db.close()
+
+    with SqliteStore(tmp_path / "crawl.db", host_of=host_of) as f:
+        f.add([nu("http://a.test/1", priority=2)])
+    assert "hosts_order" not in indexes()  # bfs: no index to keep up at every lease
+    with SqliteStore(tmp_path / "crawl.db", host_of=host_of, ordered=True) as f:
+        assert "hosts_order" in indexes() and f.host_best("a.test") == 2
+        f.add([nu("http://b.test/1", priority=1)])
+        assert [u.url for u in f.lease(5, T0)] == ["http://b.test/1", "http://a.test/1"]
+    with SqliteStore(tmp_path / "crawl.db", host_of=host_of) as f:  # resumed as bfs
+        assert "hosts_order" not in indexes()
 
 
 def test_a_worker_asks_when_its_share_or_the_whole_crawl_is_ready(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ SCHEMA_VERSION = 7  # 2: urls.title; 3: queued URLs by priority (re-visits), the
 # Statements shared by a new file's schema and the migration to version 3 (one statement each).
 _TRIGGERS = (
     # best is written only when it falls (in a bfs crawl, almost never): a write moves the row in
-    # the hosts_best index.
+    # the hosts_order index, where an ordered crawl has one.
     """CREATE TRIGGER urls_ins AFTER INSERT ON urls BEGIN
     UPDATE state_counts SET n = n + 1 WHERE state = new.state;
     UPDATE hosts SET pending = pending + 1, wake_at = 0 WHERE id = new.host_id AND new.queued = 1;
@@ -62,9 +62,12 @@ BEST_OF_HOST = (
     "COALESCE((SELECT priority FROM urls WHERE host_id = {host} AND queued = 1 AND lease_until = 0"
     f" ORDER BY priority LIMIT 1), {NO_PRIORITY})"
 )
-# On best alone: the clocks (ready_at, in_flight) change at every lease and outcome, and an index on
-# them too would be rewritten each time, in a bfs crawl as well (ties on best are sorted apart).
-_BEST_INDEX = "CREATE INDEX hosts_best ON hosts(best) WHERE pending > 0"
+# The ordered lease's index, made by a store opened ordered and dropped by one opened unordered
+# (sqlite_store): its entries move at every lease and outcome (ready_at), which a bfs crawl, whose
+# lease never reads it, should not pay for. On best alone, ties sorted apart by ready_at, the lease
+# sorted every host with pending URLs: 116 µs a leased URL at 10^4 hosts, against 24 for bfs.
+ORDER_INDEX = "hosts_order"
+ORDER_INDEX_SQL = f"CREATE INDEX IF NOT EXISTS {ORDER_INDEX} ON hosts(best, ready_at) WHERE pending > 0"
 # The per-host queues: only queued rows, in lease order (the rowid ends every index entry).
 _QUEUE_INDEX = "CREATE INDEX urls_queue ON urls(host_id, priority) WHERE queued = 1"
 # The link graph: one row a fetched HTML page, its links as JSON [[url, anchor, kind, nofollow], ...].
@@ -131,7 +134,7 @@ CREATE INDEX urls_leased ON urls(host_id, lease_until) WHERE lease_until > 0;
 CREATE INDEX urls_lease_expiry ON urls(lease_until) WHERE lease_until > 0;
 CREATE TABLE state_counts(state INTEGER PRIMARY KEY, n INTEGER NOT NULL);
 """
-    + "".join(f"{s};\n" for s in (_QUEUE_INDEX, *_TRIGGERS, _LINKS_TABLE, _BEST_INDEX))
+    + "".join(f"{s};\n" for s in (_QUEUE_INDEX, *_TRIGGERS, _LINKS_TABLE))
 )
 
 _V4_COLUMNS = (
@@ -181,7 +184,6 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         "DROP TRIGGER urls_queued",
         _TRIGGERS[0],
         _TRIGGERS[2],
-        _BEST_INDEX,
     ),
 }
 

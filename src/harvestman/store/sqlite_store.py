@@ -26,7 +26,7 @@ from harvestman.model.records import (
 from harvestman.store.frontier import HostStats, row_to_record, signed64
 from harvestman.store.linkcodec import decode_links, encode_links
 from harvestman.store.sqlite_bulk import SqliteBulk
-from harvestman.store.sqlite_file import BEST_OF_HOST
+from harvestman.store.sqlite_file import BEST_OF_HOST, ORDER_INDEX, ORDER_INDEX_SQL
 
 _FAR_FUTURE = 1e18  # "never": a host with no leasable URL and no lease to wait for
 
@@ -121,12 +121,12 @@ class SqliteStore(SqliteBulk):
         index, count = shard
         # SQL that keeps a hosts-table query to this process's share ("h" aliases the table).
         self._mine = f" AND h.id % {count} = {index}" if count > 1 else ""
-        # The ready hosts, in the order a lease takes them. Ordered, the hosts_best index, walked
+        # The ready hosts, in the order a lease takes them. Ordered, the hosts_order index, walked
         # from the best host until enough ready ones are found: the planner, without statistics,
         # would rather take every host ready_at allows (nearly all of them) and sort them.
         self._ready_hosts = (
             "SELECT id, name, in_flight, COALESCE(delay, ?) FROM hosts h"
-            + (" INDEXED BY hosts_best" if ordered else "")
+            + (f" INDEXED BY {ORDER_INDEX}" if ordered else "")
             + " WHERE pending > 0 AND ready_at <= ? AND paused_until <= ? AND wake_at <= ?"
             f" AND in_flight < ?{self._mine} ORDER BY {'best, ready_at' if ordered else 'ready_at'}, id"
             " LIMIT ?"
@@ -137,6 +137,13 @@ class SqliteStore(SqliteBulk):
             + (f", best = {BEST_OF_HOST.format(host='?3')}" if ordered else "") + " WHERE id = ?3"
         )
         super().__init__(path, read_only=read_only, shard=shard)
+        if not read_only:
+            try:
+                with self._tx() as db:
+                    db.execute(ORDER_INDEX_SQL if ordered else f"DROP INDEX IF EXISTS {ORDER_INDEX}")
+            except FrontierError:
+                self.close()
+                raise
 
     @classmethod
     def open_read_only(cls, path: Path) -> SqliteStore:
