@@ -116,7 +116,7 @@ def write_corpus(path: Path, corpus: dict[str, list[Doc]]) -> None:
     Path(path).write_text("{\n" + ",\n".join(lines) + "\n}\n", encoding="utf-8")
 
 
-# What the tests' sample holds: two small webs (tests/test_focus_crawl.py) of 8-page hosts, and
+# What the tests' sample holds: two small webs (tests/test_focus_hosts.py) of 8-page hosts, and
 # the focus file's examples.
 TEST_COUNTS = {"db": 52, "vcs": 52, "net": 52, "numbers": 52, "hub": 32}
 TEST_WORDS = 180
