@@ -68,6 +68,24 @@ def test_rules_learn_and_reach_through_off_topic_classes() -> None:
     assert rules.describe(["t"])[0].startswith("docs -> t") or rules.describe(["t"])[0].startswith("t -> t")
 
 
+def test_rules_learnt_along_paths_value_hubs_that_open_target_sites() -> None:
+    # home -> hub -> hub2 -> a target site's front page (t0) -> its pages (t1, t2); home -> misc -> misc2.
+    # Per link, a hub linking to one target page among five others is worth little; along the
+    # paths, the target pages behind it count, and a hub two steps away counts at half the weight.
+    graph = {"home": ["hub", "misc"], "hub": ["hub2", "o1", "o2", "o3", "o4"], "hub2": ["t0", "o5"],
+             "t0": ["t1", "t2"], "t1": ["t2"], "misc": ["misc2", "o1"], "misc2": ["o2"]}
+    classes = {"home": "o", "hub": "h", "hub2": "h", "misc": "o", "misc2": "o", "t0": "t", "t1": "t",
+               "t2": "t", **{f"o{i}": "o" for i in range(1, 6)}}
+    names = ["h", "o", "t"]
+    rules = Rules.learn_paths(graph, classes, names, ["t"], tunnel=2)
+    reach = rules.reach(["t"], 2)
+    assert reach["t"] == 1.0 and reach["h"] > 0.5 > reach["o"] > 0.0  # home reaches t0 in 3 links
+    assert Rules.learn_paths(graph, classes, names, ["t"], tunnel=0).reach(["t"], 0)["o"] == 0.0
+    assert Rules.from_json(rules.to_json()) == rules
+    per_link = Rules.learn([(classes[a], classes[b]) for a, bs in graph.items() for b in bs], names)
+    assert per_link.reach(["t"], 2)["h"] < 0.3  # the per-link rules see one target link in seven
+
+
 @given(st.floats(0.0, 1.0), st.integers(0, 99))
 def test_pack_keeps_the_streak_and_the_score_to_four_places(score: float, streak: int) -> None:
     base, back = unpack(pack(score, streak))

@@ -167,7 +167,7 @@ def _text(page: tuple[str, str]) -> str:
 
 def learn_rules(crawl: StoredCrawl, focus: Focus) -> Rules:
     """Rules from a training crawl: each stored page's class (the focus model's most likely), and
-    for each link between two stored pages, (class of the linking page, class of the linked one)."""
+    the paths from each stored page to the target pages within the focus's tunnel (Rules.learn_paths)."""
     urls = list(crawl.pages)
     if not urls:
         raise ConfigError("the training crawl holds no HTML page to learn rules from")
@@ -175,12 +175,6 @@ def learn_rules(crawl: StoredCrawl, focus: Focus) -> Rules:
                for url, probs in zip(urls, focus.model.predict_many([_text(crawl.pages[u]) for u in urls]),
                                      strict=True)}
     finals = {url: final for url, (state, final) in crawl.states.items() if state in REDIRECTS and final}
-    transitions = []
-    for source, targets in crawl.edges.items():
-        if source not in classes:
-            continue
-        for target in targets:
-            target = finals.get(target, target)
-            if target in classes and target != source:
-                transitions.append((classes[source], classes[target]))
-    return Rules.learn(transitions, focus.model.classes)
+    graph = {source: [finals.get(t, t) for t in targets] for source, targets in crawl.edges.items()
+             if source in classes}
+    return Rules.learn_paths(graph, classes, focus.model.classes, focus.spec.targets, focus.spec.tunnel)

@@ -70,6 +70,12 @@ from harvestman.policy.scope import Scope, UrlRefiner
 from harvestman.store.frontier import Store
 from harvestman.store.warc import WarcWriter
 
+# A focused crawl's order only matters when it chooses: with --concurrency 100 over a frontier of a few
+# hundred URLs, a lease takes nearly all of them and the crawl is breadth-first whatever the scores.
+# In flight at most a tenth of what is queued: full concurrency once the frontier is ten times it
+# (any real web soon), fewer fetches at once while it is small (bench/focus_curves.py).
+FOCUS_LEASE_SHARE = 0.1
+
 PageHandler = Callable[[CrawledPage], Awaitable[None]]
 
 
@@ -123,6 +129,8 @@ class CrawlParts:
     stops: StopPlan | None
     with_text: bool  # a scorer or focus reads the page's text
     lease_order: str = "bfs"  # the order URLs are leased in, across hosts too unless bfs (lease_order)
+    # A soft or rules focus: URLs in flight at most this share of the URLs queued (0: no such cap).
+    lease_share: float = 0.0
 
     def chain(self, run: RunPlace) -> Chain:
         """The steps of one run, bound to its frontier, robots.txt gate, WARC and sinks."""
@@ -176,7 +184,8 @@ def assemble(config: CrawlConfig, *, scorer: LinkScorer | None = None, schedule:
     return CrawlParts(config, keys, page, parsers, plugins.refiner(), factories, featurer, timed, recrawl,
                       StopPlan.from_fetch(config.fetch),
                       with_text=scorer is not None or focus is not None,
-                      lease_order=lease_order(config, focus))
+                      lease_order=lease_order(config, focus),
+                      lease_share=FOCUS_LEASE_SHARE if focus is not None and focus.ordered else 0.0)
 
 
 def lease_order(config: CrawlConfig, focus: Focus | None) -> str:

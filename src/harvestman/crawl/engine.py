@@ -281,6 +281,9 @@ class Crawler:
                 sampled_at = time.monotonic()
                 self.stats.queued = frontier.pending()
             budget = 0 if self._stopping else cfg.concurrency - len(tasks)
+            if self._parts.lease_share and budget > 0:  # a focused crawl: lease where it chooses
+                room = max(1, int(self.stats.queued * self._parts.lease_share)) - len(tasks)
+                budget = min(budget, max(0, room))
             if cfg.max_pages:
                 budget = min(budget, cfg.max_pages - self._ledger.done_total - len(tasks))
             now = time.time()

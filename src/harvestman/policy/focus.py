@@ -5,9 +5,10 @@ Modes:
   is stored only with keep_off_topic). The crawl's ordering is left as configured (bfs by default).
 - soft: every link inherits its page's relevance as its score; the frontier leases the best first.
 - rules: pages fall into classes (the classifier's: the topics, the non-target topics, "other");
-  rules learnt from a training crawl say how likely a link from a page of class A leads to a page
-  of class B, and a link's score is the likelihood of reaching a target page within `tunnel` + 1
-  links (chains of rules through off-topic classes). A path may cross at most `tunnel` off-topic
+  rules learnt from a training crawl say what a page of each class is worth as a way to target
+  pages within `tunnel` + 1 links through off-topic pages (the target pages along its paths,
+  discounted by distance: Rules.learn_paths), and a link's score is its page's class's worth.
+  Without a training crawl, a prior chained per link. A path may cross at most `tunnel` off-topic
   pages in a row: a page further from the topic has its links dropped.
 - blocks (with soft or rules): each part of the page (policy/blocks.py) is classified, and a link
   gets its part's score. Links in frames get the score their frameset page inherited (the seed's
@@ -36,7 +37,9 @@ OTHER = "other"  # the class of the negative examples
 MAX_TUNNEL = 50
 MAX_TEXT = 100_000  # characters of a page's (or part's) text classified
 FRAMES = frozenset({LinkKind.FRAME, LinkKind.IFRAME})
-SHARPEN = 4  # rules: class probabilities raised to this power (renormalized) before weighing reaches
+PATH_STARTS = 500  # rules learnt along paths: pages of each class whose paths are followed
+PATH_PAGES = 2000  # and pages seen from each, at most (the learning stays in seconds on large crawls)
+SHARPEN = 4  # rules: class probabilities raised to at least this power (renormalized) before weighing reaches
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,11 +118,14 @@ def unpack(score: float) -> tuple[float, int]:
 
 @dataclass(frozen=True, slots=True)
 class Rules:
-    """How likely a link from a page of one class leads to a page of another: `odds[a][b]`."""
+    """How likely a page of one class leads to a page of another: `odds[a][b]`. Per link (`learn`,
+    the seed's rules: the share of A's links that go to a B page, a distribution over B) or per
+    path (`learn_paths`: the worth of an A page as a way to B pages, the chains counted already)."""
 
     classes: tuple[str, ...]
     odds: Mapping[str, Mapping[str, float]]
     links: int = 0  # the links they were learnt from (0: a prior, no training crawl)
+    paths: bool = False
 
     @classmethod
     def learn(cls, transitions: Iterable[tuple[str, str]], classes: Collection[str],
@@ -139,6 +145,57 @@ class Rules:
         return cls(names, odds, seen)
 
     @classmethod
+    def learn_paths(cls, graph: Mapping[str, Collection[str]], page_classes: Mapping[str, str],
+                    classes: Collection[str], targets: Collection[str], tunnel: int,
+                    discount: float = 0.5) -> Rules:
+        """Rules from a training crawl's link graph as paths (a crawler's future reward, as in
+        Rennie and McCallum's reinforcement-learning spider): a page's worth is the number of target
+        pages within `tunnel` + 1 links of it through off-topic pages, each weighed by `discount` to
+        the power of its distance less one; a class's worth, the mean of its pages', scaled so that
+        the best class has 1. odds[a][t]: the worth of class a towards target t.
+
+        Per link, a page that lists sites of every topic (a hub of release notes) looks no better a
+        way to the target than any page, its links going mostly to other topics, and chains of such
+        odds fade at each step; counted along the paths the crawl would take, the target sites it
+        opens (and the pages behind their front pages) count for it."""
+        names = tuple(sorted(classes))
+        wanted = {t for t in targets if t in names}
+        worth: dict[str, dict[str, float]] = {a: dict.fromkeys(names, 0.0) for a in names}
+        count = dict.fromkeys(names, 0)
+        links = 0
+        for start, own in page_classes.items():
+            # A large training crawl: its first PATH_STARTS pages of each class are sample enough.
+            if own not in count or count[own] >= PATH_STARTS:
+                continue
+            count[own] += 1
+            found: dict[str, float] = {}
+            seen = {start}
+            frontier = [start]
+            for distance in range(tunnel + 1):
+                weight = discount ** distance
+                step = []
+                for page in frontier:
+                    if len(seen) > PATH_PAGES:  # a dense graph: the nearest pages are what counts
+                        break
+                    for target in graph.get(page, ()):
+                        links += distance == 0
+                        if target in seen or target not in page_classes:
+                            continue
+                        seen.add(target)
+                        kind = page_classes[target]
+                        if kind in wanted:  # a target page ends the path: its worth is its own
+                            found[kind] = found.get(kind, 0.0) + weight
+                        else:
+                            step.append(target)
+                frontier = step
+            for kind, value in found.items():
+                worth[own][kind] += value
+        means = {a: {t: worth[a][t] / count[a] if count[a] else 0.0 for t in names} for a in names}
+        top = max((sum(means[a][t] for t in wanted) for a in names), default=0.0) or 1.0
+        odds = {a: {t: means[a][t] / top for t in names} for a in names}
+        return cls(names, odds, links, paths=True)
+
+    @classmethod
     def prior(cls, classes: Collection[str], targets: Collection[str]) -> Rules:
         """Rules before any training crawl: topical locality (a page links mostly to its own class)."""
         names = tuple(sorted(classes))
@@ -153,6 +210,8 @@ class Rules:
         by some path after a few links, and the classes that lead there (hubs) no longer stand out."""
         wanted = set(targets)
         direct = {a: sum(p for b, p in self.odds[a].items() if b in wanted) for a in self.classes}
+        if self.paths:  # learnt along the paths: the chains are in the odds already
+            return {a: min(1.0, value) for a, value in direct.items()}
         reach = dict(direct)
         for _ in range(tunnel):
             reach = {a: max([direct[a]] + [p * reach[b] for b, p in self.odds[a].items() if b not in wanted])
@@ -162,13 +221,13 @@ class Rules:
     def to_json(self) -> dict[str, Any]:
         """The rules as a JSON object."""
         return {"classes": list(self.classes), "odds": {a: dict(row) for a, row in self.odds.items()},
-                "links": self.links}
+                "links": self.links, "paths": self.paths}
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Rules:
         """The rules `to_json` wrote."""
         return cls(tuple(data["classes"]), {a: dict(row) for a, row in data["odds"].items()},
-                   int(data.get("links", 0)))
+                   int(data.get("links", 0)), bool(data.get("paths", False)))
 
     def describe(self, targets: Collection[str]) -> list[str]:
         """The rules as lines, such as "class A -> target T: p" (the strongest first)."""
@@ -227,11 +286,15 @@ class Focus:
 
     def _worth(self, probs: Mapping[str, float]) -> float:
         """A link's score from the class distribution of the page (or part) it is in: soft, the best
-        target's probability; rules, the reach of the page's class (the most likely one, as the seed's
-        crawler classifies a page: a model of few examples spreads its probabilities too evenly for
-        an expectation over classes to tell hubs from the rest)."""
+        target's probability; rules, the reach of the page's classes weighed by their sharpened
+        probabilities (near the most likely class's, as the seed's crawler classifies a page: a model
+        of few examples spreads its probabilities too evenly for a plain expectation over classes to
+        tell hubs from the rest)."""
         if self.spec.mode == "rules":
-            sharp = {name: p ** SHARPEN for name, p in probs.items()}
+            # The calibration's slope is the model's temperature: a model of few examples whose
+            # probabilities hug the priors (a slope of 10, say) spreads them over every class alike.
+            power = max(SHARPEN, self.calibration[0])
+            sharp = {name: math.pow(p, power) for name, p in probs.items()}
             total = sum(sharp.values()) or 1.0
             return sum(q * self._reach.get(name, 0.0) for name, q in sharp.items()) / total
         return max(probs.get(name, 0.0) for name in self._targets)
