@@ -16,7 +16,7 @@ from tests.support.nginx import NginxServer, free_port
 from tests.support.topichosts import TopicHosts, build_topic_hosts, split_docs
 
 DATA = Path(__file__).parent / "data" / "focus_docs.json"
-TARGET = "vcs"
+TARGET = "db"
 HOSTS = 12
 EXAMPLES = 12  # texts of each topic for the focus file; the rest split between the two webs
 NETS = ("127.64.0", "127.64.1")
