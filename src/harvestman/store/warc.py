@@ -169,7 +169,7 @@ NativeFetch = Callable[[FetchResult, Headers, Sequence[str], str, int, tuple[str
                        bytes | None]
 _native_fetch: NativeFetch | None = None
 try:  # the optional native core (native/build.py): the same bytes, built in one call
-    from harvestman import _native
+    import harvestman._native as _native
 except ImportError:  # not built (pip install never builds it): the records are built in Python
     pass
 else:
