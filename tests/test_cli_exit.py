@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from harvestman.app.progress import ProgressDisplay
 from harvestman.crawl.engine import Crawler
 from harvestman.crawl.stats import CrawlStats
+from harvestman.launch.progress import ProgressDisplay
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import exit_status_of, failure_help
 from tests.support.crawlcheck import run_cli, run_cli_measured

@@ -173,7 +173,7 @@ WHOLE_CONFIG_ALLOWED = {"model/config.py", "crawl/engine.py", "crawl/download.py
                         "serve/settings.py",
                         # A crawl folder's stored settings, read back and merged by a later run
                         # (which also decides the failures that run's settings mend).
-                        "store/crawldir.py", "app/run.py", "policy/revive.py",
+                        "store/crawldir.py", "launch/run.py", "policy/revive.py",
                         # Names it in a message only: a library user is told to pass resume=True.
                         "model/errors.py",
                         # The command-line options and docs table, showing CrawlConfig's defaults.

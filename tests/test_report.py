@@ -14,8 +14,8 @@ import pytest
 from rich.console import Console
 from warcio.archiveiterator import ArchiveIterator
 
-from harvestman.app.progress import SUMMARY_HOSTS, print_summary
-from harvestman.app.report import export_records
+from harvestman.launch.progress import SUMMARY_HOSTS, print_summary
+from harvestman.launch.report import export_records
 from harvestman.model.config import SECTION_OF, CrawlConfig, config_from_mapping, load_toml
 from harvestman.model.records import FetchOutcome, NewUrl, UrlState
 from harvestman.store.sqlite_store import SqliteStore

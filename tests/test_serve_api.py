@@ -527,11 +527,11 @@ def test_stopping_an_ended_crawl_changes_nothing(server: ServeProcess, done_craw
 
 
 def test_the_server_never_imports_the_cli() -> None:
-    # The server, a served crawl's process and a job's process run crawls through app/run.py and the
+    # The server, a served crawl's process and a job's process run crawls through launch/run.py and the
     # batch functions, never through a command-line module.
     code = (
         "import sys, harvestman.serve.runner, harvestman.serve.jobs, harvestman.serve.app, "
-        "harvestman.serve.jobrunner, harvestman.app.run, harvestman.serve.settings; "
+        "harvestman.serve.jobrunner, harvestman.launch.run, harvestman.serve.settings; "
         "print(sorted(m for m in sys.modules if m.startswith('harvestman.app.cli')))"
     )
     done = subprocess.run(

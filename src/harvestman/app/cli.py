@@ -13,9 +13,9 @@ from pathlib import Path
 from harvestman import __version__
 from harvestman.app import cli_batch, cli_cycle, cli_extract, cli_features, cli_focus, cli_recrawl, cli_search
 from harvestman.app.options import CONFIG_HELP, DB_HELP, DIR_HELP, add_setting_options, given_settings
-from harvestman.app.progress import print_summary
-from harvestman.app.report import EXPORT_FORMATS, EXPORT_WHAT, STDOUT, crawl_report, export_records
-from harvestman.app.run import check_crawl_order, resumed_config, run_crawl, worker_config
+from harvestman.launch.progress import print_summary
+from harvestman.launch.report import EXPORT_FORMATS, EXPORT_WHAT, STDOUT, crawl_report, export_records
+from harvestman.launch.run import check_crawl_order, resumed_config, run_crawl, worker_config
 from harvestman.model.config import CrawlConfig, config_from_mapping
 from harvestman.model.errors import (
     EXIT_CLOSED_OUTPUT,
@@ -134,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def config_from_args(args: argparse.Namespace, *, follow: bool) -> CrawlConfig:
     """Merge the TOML file (if any) and the command-line options into one validated config; with
-    `--resume`, on top of the settings stored with the crawl (app/run.py's resumed_config)."""
+    `--resume`, on top of the settings stored with the crawl (launch/run.py's resumed_config)."""
     values = given_settings(args)
     seeds = [*config_from_mapping({"seeds": values.get("seeds", ())}).seeds, *getattr(args, "urls", [])]
     for path in getattr(args, "input", []):
@@ -169,7 +169,7 @@ def run_demo(out: Path | None, quiet: bool, serve: bool = False) -> int:
         serve_until_stopped,
         serving_guide,
     )
-    from harvestman.app.report import open_crawl
+    from harvestman.launch.report import open_crawl
 
     if out is not None:
         check_demo_folder(out)

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from harvestman.app.options import CONFIG_HELP, DB_HELP, DIR_HELP, add_setting_options, given_settings
-from harvestman.app.run import fetch_segment_run
 from harvestman.batch.crawldir import load_config
 from harvestman.batch.cycle import crawl_exists, run_cycle
 from harvestman.batch.generate import ORDERS, generate
@@ -24,6 +23,7 @@ from harvestman.batch.parse_segment import parse_segment
 from harvestman.batch.readdb import DUMP_FORMATS, dump, stats, url_info
 from harvestman.batch.seeds import SeedLine, parse_seed_lines, read_seed_file
 from harvestman.batch.updatedb import updatedb
+from harvestman.launch.run import fetch_segment_run
 from harvestman.model.config import CrawlConfig, config_from_mapping
 from harvestman.model.errors import EXIT_FAILED, EXIT_OK, ConfigError
 

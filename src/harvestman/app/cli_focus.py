@@ -109,7 +109,7 @@ def prepare_focus(cfg: CrawlConfig) -> Focus:
 def live_curve(cfg: CrawlConfig, focus: Focus) -> Path:
     """Write a focused crawl's harvest curve (pages in fetch order, relevant as the focus judged them)
     into DIR/focus/; the CSV's path."""
-    from harvestman.app.report import open_crawl
+    from harvestman.launch.report import open_crawl
 
     store = open_crawl(Path(cfg.out_dir), cfg.db)
     try:

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from harvestman.app import cli_cycle
-from harvestman.app.run import fetch_segment_run
+from harvestman.launch.run import fetch_segment_run
 from harvestman.model.errors import EXIT_FAILED, EXIT_OK, ConfigError, exit_status_of, failure_help
 from harvestman.policy.revive import check_retry_classes
 

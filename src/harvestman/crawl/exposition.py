@@ -1,5 +1,5 @@
 """The Prometheus text exposition (format 0.0.4) of crawls' counters and metrics: what
-`--metrics-port` (app/metrics.py) and `serve`'s /metrics answer."""
+`--metrics-port` (launch/metrics.py) and `serve`'s /metrics answer."""
 
 from __future__ import annotations
 

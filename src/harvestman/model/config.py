@@ -290,7 +290,7 @@ class CrawlConfig:
     segment_expiry: float = 7 * 86400.0
     quiet: bool = False
     log_json: bool = False
-    # A port on 127.0.0.1 serving the run's metrics as Prometheus text (app/metrics.py); 0: none, and
+    # A port on 127.0.0.1 serving the run's metrics as Prometheus text (launch/metrics.py); 0: none, and
     # no metric collected.
     metrics_port: int = 0
     extra_headers: tuple[tuple[str, str], ...] = field(default=())

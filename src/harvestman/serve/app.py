@@ -10,8 +10,8 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
-from harvestman.app.metrics import read_counts
 from harvestman.crawl.exposition import CONTENT_TYPE, exposition
+from harvestman.launch.metrics import read_counts
 from harvestman.model.errors import ConfigError, HarvestmanError, QueryError, StorageError
 from harvestman.serve.api import Services, api_router
 from harvestman.serve.auth import CSRF_COOKIE, SESSION_COOKIE, Auth, csrf_ok, new_csrf

@@ -35,9 +35,9 @@ from harvestman.serve.layout import CrawlPaths, read_json
 
 
 def _fetch(folder: Path, db: str, spec: FetchJob) -> tuple[int, str]:
-    from harvestman.app.run import fetch_segment_run
     from harvestman.batch import segments
     from harvestman.batch.crawldir import load_config
+    from harvestman.launch.run import fetch_segment_run
 
     cfg = load_config(folder, db, {"quiet": True})
     path = segments.find_segment(folder, spec.segment)

@@ -27,7 +27,7 @@ class CrawlPaths:
         self.exit = self.folder / "exit.json"  # written by the runner when the crawl's process ends
         self.events = self.folder / "events.jsonl"  # the crawl's --log-json stream
         self.stderr = self.folder / "stderr.log"
-        self.metrics = self.folder / "metrics.json"  # the run's figures each second (app/metrics.py)
+        self.metrics = self.folder / "metrics.json"  # the run's figures each second (launch/metrics.py)
         self.crawl_dir = self.folder / "crawl"  # the crawl's own folder (crawl.db, warc/, ...)
         self.jobs = self.folder / "jobs"
 

@@ -26,7 +26,7 @@ from harvestman.serve.layout import CrawlPaths, read_json, write_json
 
 def run(folder: Path) -> int:
     """Run the crawl of `folder`; its exit status (also written to exit.json)."""
-    from harvestman.app.run import check_crawl_order, run_crawl
+    from harvestman.launch.run import check_crawl_order, run_crawl
     from harvestman.serve.settings import crawl_config
 
     paths = CrawlPaths(folder)

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from harvestman.app.seeds import check_seeds
+from harvestman.launch.seeds import check_seeds
 from harvestman.model.config import CrawlConfig, config_from_mapping, flat_settings
 from harvestman.model.errors import ConfigError
 from harvestman.model.settings import NOT_SETTABLE

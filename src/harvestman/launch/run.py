@@ -11,10 +11,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from harvestman.app.metrics import MetricsFile, MetricsServer
-from harvestman.app.progress import ProgressDisplay, print_summary
-from harvestman.app.report import crawl_report
-from harvestman.app.seeds import check_seeds, run_verdict
 from harvestman.batch.crawldir import open_crawl_store
 from harvestman.batch.cycle import crawl_exists
 from harvestman.batch.fetch_segment import FetchedSegment, SegmentFetch
@@ -24,6 +20,10 @@ from harvestman.crawl.job import CrawlJob
 from harvestman.crawl.plugins import load_plugins, with_plugin_scorer
 from harvestman.crawl.stats import CrawlStats, deferred_note
 from harvestman.crawl.workers import NO_POLICIES, Policies
+from harvestman.launch.metrics import MetricsFile, MetricsServer
+from harvestman.launch.progress import ProgressDisplay, print_summary
+from harvestman.launch.report import crawl_report
+from harvestman.launch.seeds import check_seeds, run_verdict
 from harvestman.model.config import CrawlConfig, config_from_mapping, merge_settings
 from harvestman.model.errors import ConfigError
 from harvestman.model.records import RunVerdict
@@ -190,7 +190,7 @@ def run_crawl(cfg: CrawlConfig, policies: Policies = NO_POLICIES, *, join: bool 
     `policies`: a link scorer and a fetch schedule, for every process of the crawl. With `join`,
     work on a crawl started elsewhere (its seeds are not given again). A resumed crawl first queues
     again the failures its settings mend, and those of the `retry_failed` error classes. The run's
-    metrics are served on `cfg.metrics_port` and written to `metrics_file` (app/metrics.py), if so.
+    metrics are served on `cfg.metrics_port` and written to `metrics_file` (launch/metrics.py), if so.
     """
     # Plugins load here first, so that an unknown or broken one is refused before anything starts.
     check_ordering(cfg.ordering, with_plugin_scorer(policies.scorer, load_plugins(cfg.plugins)))

@@ -112,7 +112,7 @@ def print_summary(report: dict[str, Any], console: Console | None = None) -> Non
         table.add_row("last fetch", report["last_fetch"])
         table.add_row("elapsed", f"{report['elapsed_seconds']:,.1f} s")
     table.add_row("pages/s", f"{report['pages_per_second']:.1f}")
-    focus = report.get("focus")  # a focused crawl (app/report.py)
+    focus = report.get("focus")  # a focused crawl (launch/report.py)
     if focus:
         table.add_row("pages scored by the focus", f"{focus['scored_pages']:,}")
         for topic, row in focus["topics"].items():

@@ -6,8 +6,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harvestman.app.report import open_crawl
 from harvestman.crawl.seeding import with_scheme
+from harvestman.launch.report import open_crawl
 from harvestman.model.errors import EXIT_OK, InvalidUrlError, exit_status_of, failure_help
 from harvestman.model.records import RunVerdict, UrlRecord, UrlState
 from harvestman.net.addrguard import parse_ip
