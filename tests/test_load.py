@@ -150,7 +150,8 @@ def test_rate_stability_compares_the_late_half_with_the_early_half() -> None:
         rate_stability([0.0, 0.1, 0.2, 0.3, 0.4])
 
 
-def test_load_web_pages_are_tiny_and_all_reachable(tmp_path: Path) -> None:
+def test_load_web_pages_are_tiny_and_all_reachable(web_scratch: Path) -> None:
+    tmp_path = web_scratch
     web = generate_load_web(tmp_path, 8080, big_pages=3000, small_hosts=DELAYED_EVERY)
     assert web.page_count == 3000 + DELAYED_EVERY * SMALL_PAGES and len(web.delayed) == 1
     assert "Crawl-delay" in (tmp_path / next(iter(web.delayed)) / "robots.txt").read_text()
