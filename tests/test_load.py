@@ -150,7 +150,8 @@ def test_rate_stability_compares_the_late_half_with_the_early_half() -> None:
         rate_stability([0.0, 0.1, 0.2, 0.3, 0.4])
 
 
-def test_load_web_pages_are_tiny_and_all_reachable(tmp_path: Path) -> None:
+def test_load_web_pages_are_tiny_and_all_reachable(web_scratch: Path) -> None:
+    tmp_path = web_scratch
     web = generate_load_web(tmp_path, 8080, big_pages=3000, small_hosts=DELAYED_EVERY)
     assert web.page_count == 3000 + DELAYED_EVERY * SMALL_PAGES and len(web.delayed) == 1
     assert "Crawl-delay" in (tmp_path / next(iter(web.delayed)) / "robots.txt").read_text()
@@ -200,10 +201,29 @@ def scratch() -> Iterator[Path]:
         print(f"removed in {time.monotonic() - began:.1f} s")
 
 
-def crawl_load_web(root: Path) -> LoadCrawl:
-    """Write the load web under `root`, serve it with nginx and crawl it once from every front page."""
+MEMORY_FS = Path("/dev/shm")
+WEB_ROOM = 2 * 2**30  # bytes free a memory file system needs to hold a web (10^5 files of one page each)
+
+
+@pytest.fixture
+def web_scratch() -> Iterator[Path]:
+    """A folder, removed afterwards, for the web nginx serves: on a memory file system where there is
+    one with room. The web is the test's fixture, not the crawler's output (which stays in `scratch`,
+    on disk): its 10^5 tiny files took minutes to write and remove on a busy virtual disk, seconds here."""
+    memory = (MEMORY_FS.is_dir() and os.access(MEMORY_FS, os.W_OK)
+              and shutil.disk_usage(MEMORY_FS).free > WEB_ROOM)
+    root = Path(tempfile.mkdtemp(prefix="harvestman-load-web-", dir=MEMORY_FS if memory else None))
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def crawl_load_web(root: Path, web_root: Path) -> LoadCrawl:
+    """Write the load web under `web_root`, serve it with nginx and crawl it once from every front page
+    into `root`/out."""
     began = time.monotonic()
-    web = generate_load_web(root / "web", free_port("0.0.0.0"), big_pages=BIG_PAGES, small_hosts=SMALL_HOSTS)
+    web = generate_load_web(web_root, free_port("0.0.0.0"), big_pages=BIG_PAGES, small_hosts=SMALL_HOSTS)
     print(f"\nload web: 1 host x {BIG_PAGES} pages + {SMALL_HOSTS} hosts x {SMALL_PAGES} pages "
           f"({web.page_count} pages, {len(web.delayed)} with Crawl-delay {CRAWL_DELAY:g}, {len(web.held)} "
           f"held) written in {time.monotonic() - began:.1f} s")
@@ -225,9 +245,9 @@ def crawl_load_web(root: Path) -> LoadCrawl:
 
 @pytest.mark.slow
 @pytest.mark.timeout(LOAD_TIMEOUT + SETUP_TIME)
-def test_one_big_host_beside_many_small_ones(scratch: Path) -> None:
+def test_one_big_host_beside_many_small_ones(scratch: Path, web_scratch: Path) -> None:
     require_nginx()
-    load_crawl = crawl_load_web(scratch)
+    load_crawl = crawl_load_web(scratch, web_scratch)
     web, run = load_crawl.web, load_crawl.run
     # The measures first, printed whatever the verdicts below.
     requested = Counter((e.server_addr, e.uri) for e in load_crawl.pages())
@@ -300,9 +320,10 @@ def test_one_big_host_beside_many_small_ones(scratch: Path) -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(SOAK_TIMEOUT + SETUP_TIME)
-def test_soak_pages_per_second_are_stable_and_memory_flat_after_warm_up(scratch: Path) -> None:
+def test_soak_pages_per_second_are_stable_and_memory_flat_after_warm_up(scratch: Path,
+                                                                       web_scratch: Path) -> None:
     require_nginx()
-    soak = run_soak(scratch, SOAK_HOSTS, SOAK_PAGES_PER_HOST, timeout=SOAK_TIMEOUT)
+    soak = run_soak(scratch, SOAK_HOSTS, SOAK_PAGES_PER_HOST, timeout=SOAK_TIMEOUT, web=web_scratch)
     run, page_times = soak.run, soak.page_times
     assert run.returncode == 0, run.stderr[-3000:]
     assert len(page_times) == soak.expected_pages

@@ -258,15 +258,18 @@ class Soak:
     expected_pages: int
 
 
-def run_soak(root: Path, hosts: int, pages: int, *, timeout: float, extra: Sequence[str] = ()) -> Soak:
-    """Crawl `hosts` hosts of `pages` tiny pages each (a steady load), written and served under `root`."""
+def run_soak(root: Path, hosts: int, pages: int, *, timeout: float, extra: Sequence[str] = (),
+             web: Path | None = None) -> Soak:
+    """Crawl `hosts` hosts of `pages` tiny pages each (a steady load), written to `web` (default
+    `root`/web) and served from there; the crawl's folder is `root`/out."""
     port = free_port("0.0.0.0")
     names = host_addresses(hosts, prefix=SOAK_PREFIX)
+    web = root / "web" if web is None else web
     for host in names:
-        write_host(root / "web" / host, host, pages)
+        write_host(web / host, host, pages)
     seeds = root / "seeds.txt"
     seeds.write_text("".join(f"http://{host}:{port}/\n" for host in names))
-    with NginxServer(root / "web", names, port, by_address=True) as server:
+    with NginxServer(web, names, port, by_address=True) as server:
         run = run_crawl_sampled(["crawl", "-i", str(seeds), "--out", str(root / "out"),
                                  "--allow-net", "127.0.0.0/8", "--quiet", *extra], timeout=timeout,
                                 every=SOAK_SAMPLE_EVERY)

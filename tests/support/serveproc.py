@@ -69,7 +69,7 @@ class ServeProcess:
                     return self
             except OSError:
                 pass
-            time.sleep(0.1)
+            time.sleep(0.05)  # a loopback call: polling often costs little, and each test starts one
         raise RuntimeError(f"harvestman serve did not answer in {timeout} s: {self.log.read_text()}")
 
     def kill(self) -> None:
@@ -146,7 +146,7 @@ class ServeProcess:
         self.stop()
 
 
-def wait_for(predicate: Any, timeout: float, what: str, every: float = 0.2) -> Any:
+def wait_for(predicate: Any, timeout: float, what: str, every: float = 0.05) -> Any:
     """Call `predicate` until it returns something true; its value. AssertionError after `timeout`."""
     deadline = time.monotonic() + timeout
     last = None

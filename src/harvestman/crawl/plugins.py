@@ -20,7 +20,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Any
 
 from harvestman.crawl.documents import DocumentParser
@@ -70,6 +69,8 @@ NO_PLUGINS = Plugins()
 
 def installed() -> dict[str, list[str]]:
     """Group (without the `harvestman.` prefix) -> the names of its installed entry points."""
+    from importlib import metadata  # here, not at start-up: a crawl without plugins never reads it
+
     found: dict[str, list[str]] = {}
     for group in GROUPS:
         names = sorted({point.name for point in metadata.entry_points(group=PREFIX + group)})
@@ -102,6 +103,8 @@ def load_plugins(names: Sequence[str]) -> Plugins:
     one of the wrong shape is a ConfigError listing what is installed."""
     if not names:
         return NO_PLUGINS
+    from importlib import metadata
+
     loaded: dict[str, list[Any]] = {group: [] for group in GROUPS}
     for name in dict.fromkeys(names):
         matches = [(group, point) for group in GROUPS

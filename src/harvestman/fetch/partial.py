@@ -20,14 +20,17 @@ import dataclasses
 import re
 import time
 import urllib.parse
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-from harvestman.fetch.h2_transport import H2Transport
 from harvestman.fetch.stop import StopChecker, parse_stop
 from harvestman.fetch.transport import CurlTransport, Transport, TransportSettings, full_size
 from harvestman.model.config import FetchSettings
 from harvestman.model.errors import ConfigError, ProtocolFetchError
 from harvestman.model.records import HttpRequest, HttpResponse, StopCondition
+
+# The h2 stack is imported when a crawl asks for it (open_transport): the default crawl never does.
+if TYPE_CHECKING:
+    from harvestman.fetch.h2_transport import H2Transport
 
 Http2Mode = Literal["auto", "always", "never"]
 HTTP2_MODES = ("auto", "always", "never")
@@ -178,6 +181,8 @@ def open_transport(fetch: FetchSettings) -> Transport:
     curl = CurlTransport(settings)
     if not fetch.stop_at and not fetch.stop_rules and mode != "always":
         return curl
+    from harvestman.fetch.h2_transport import H2Transport  # the h2 stack loads only when asked for
+
     # The h2 transport connects by itself, never through a proxy: with one, libcurl takes every request.
     h2 = None if mode == "never" or fetch.proxy else H2Transport(settings)
     return PartialTransport(curl, h2, mode)

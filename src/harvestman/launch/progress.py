@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import time
 from types import TracebackType
-from typing import Any
-
-from rich import box
-from rich.console import Console
-from rich.live import Live
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from harvestman.crawl.stats import CrawlStats
+
+# rich is imported where it draws: a quiet run (scripts, tests) never loads it.
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.text import Text
 
 
 def human_bytes(count: float) -> str:
@@ -38,6 +37,9 @@ class ProgressDisplay:
     """
 
     def __init__(self, stats: CrawlStats, console: Console | None = None) -> None:
+        from rich.console import Console
+        from rich.live import Live
+
         self._stats = stats
         self._console = console or Console(stderr=True)
         self._live = Live(
@@ -52,6 +54,8 @@ class ProgressDisplay:
 
     def render(self, now: float, width: int) -> Text:
         """The progress line at time `now`, at most `width - 1` columns (so it never wraps)."""
+        from rich.text import Text
+
         stats = self._stats
         fields: dict[str, Text] = {
             "name": Text("harvestman", "bold"),
@@ -91,6 +95,10 @@ SUMMARY_HOSTS = 10  # hosts listed in the text summary; `status --json` lists th
 
 def print_summary(report: dict[str, Any], console: Console | None = None) -> None:
     """Print a crawl report (see report.crawl_report) as tables: totals, busiest hosts, errors."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
     console = console or Console()
     table = Table(title=f"crawl {report['dir']}", show_header=False)
     table.add_column("what")
