@@ -24,6 +24,7 @@ from harvestman.index.pages import html_text
 from harvestman.model.errors import ConfigError, HarvestmanError
 from harvestman.model.records import FetchResult
 from harvestman.net.urls import registered_domain
+from harvestman.policy.robots import RobotsRules
 from harvestman.serve.auth import Auth
 from harvestman.serve.crawls import CrawlManager, UnknownCrawl
 from harvestman.serve.fcshapes import (
@@ -164,12 +165,7 @@ class Firecrawl:
         """The page URLs the site's sitemaps list: those robots.txt names, else /sitemap.xml, and
         the children of sitemap indexes, MAX_SITEMAPS read at most."""
         (robots,) = self.fetch([f"{origin}/robots.txt"])
-        named = []
-        if robots.ok and robots.text:
-            for line in robots.text.splitlines():
-                key, _, value = line.partition(":")
-                if key.strip().lower() == "sitemap" and value.strip():
-                    named.append(value.strip())
+        named = list(RobotsRules.parse(robots.body).sitemaps) if robots.ok else []
         todo, done, pages = named or [f"{origin}/sitemap.xml"], 0, []
         while todo and done < MAX_SITEMAPS:
             batch, todo = todo[: MAX_SITEMAPS - done], todo[MAX_SITEMAPS - done:]
