@@ -34,6 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tests.support.doccorpus import GROUPS
 from tests.support.nginx import NginxServer, free_port
 from tests.support.topicweb import Doc, TopicWeb, build_topic_web
 
@@ -41,21 +42,6 @@ DOCS = Path("/usr/share/doc/python3.11/html")
 HOST = "127.62.0.1"
 TRAINING_HOST = "127.62.0.2"  # another web of the same kind, for the rules' training crawl
 TARGET = "net"
-GROUPS = {
-    "net": r"^(socket|ssl|http\..*|urllib\..*|ftplib|smtplib|poplib|imaplib|email\..*|socketserver|xmlrpc\..*"
-           r"|ipaddress|select|selectors|wsgiref|nntplib|telnetlib|http|urllib|email|mailbox|netrc|"
-           r"smtpd|asynchat|asyncore|cgi|webbrowser|mimetypes|uuid)$",
-    "concurrency": r"^(asyncio.*|threading|multiprocessing.*|concurrent.*|queue|subprocess|sched|contextvars|"
-                   r"_thread|signal)$",
-    "text": r"^(re|string|codecs|unicodedata|textwrap|difflib|csv|json|stringprep|readline|locale|gettext|"
-            r"html.*|xml.*|pprint|reprlib|tomllib|configparser)$",
-    "numbers": r"^(math|cmath|decimal|fractions|statistics|random|numbers|array|struct|bisect|heapq|"
-               r"operator|functools|itertools|collections.*)$",
-    "files": r"^(os|os\.path|pathlib|shutil|glob|fnmatch|tempfile|tarfile|zipfile|gzip|bz2|lzma|zlib|filecmp|"
-             r"fileinput|stat|io|mmap|sqlite3|dbm|shelve|pickle|copyreg|marshal)$",
-    "devtools": r"^(unittest.*|doctest|pdb|profile|trace|tracemalloc|timeit|typing|inspect|dis|ast|"
-                r"logging.*|warnings|traceback|faulthandler|bdb|sys|gc|importlib.*|venv|zipapp)$",
-}
 EXAMPLES_PER_TOPIC = 20
 STRATEGIES = ("bfs", "hard", "soft", "soft+blocks", "rules+tunnel")
 
