@@ -34,10 +34,10 @@ def _load() -> tuple[types.ModuleType | None, str]:
     try:
         from harvestman import _core
     except ImportError:
-        return None, "python (no compiled core: installed without a Rust toolchain)"
+        return None, "python (no compiled core: built without Rust)"
     if (_NATIVE / "Cargo.toml").is_file() and source_digest(_NATIVE) != _core.SOURCE_DIGEST:
         # Built from other sources than the checkout's: rebuilt by `pip install -e .`, unused till then.
-        return None, "python (the compiled core is older than native/: run pip install -e .)"
+        return None, "python (compiled core stale: pip install -e .)"
     return _core, f"rust {_core.VERSION}"
 
 
