@@ -159,3 +159,10 @@ def test_the_writer_uses_it_when_present(native: Any, tmp_path: Path,
         records = list(ArchiveIterator(f, check_digests="raise"))
     assert len(records) == 1 + 3 * len(edge_fetches()) - 1 + 3
     assert calls == [1]
+
+
+def test_the_writer_uses_the_core_by_default() -> None:
+    """The core writes the records wherever harvestman.model.core chose it (HARVESTMAN_CORE unset)."""
+    from harvestman.model import core
+
+    assert (warc._core_records is not None) == (core.core is not None)
