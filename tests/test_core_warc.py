@@ -1,10 +1,12 @@
 """The compiled core's WARC write (native/src/warc.rs, harvestman._core.WarcRecords) against the Python
 writer, the reference: the same bytes for the same fetch, record ids and date, gzip members included
-(both call the same compressor), on the benchmark web's pages and on every branch of the writer; what
-the core leaves to Python, Python writes."""
+(both call the same compressor), on the benchmark web's pages, the repository's page corpus and every
+branch of the writer, warcio reading the result with digests checked; what the core leaves to Python,
+Python writes."""
 
 from __future__ import annotations
 
+import gzip
 import http
 import io
 import zlib
@@ -15,6 +17,7 @@ import pytest
 from warcio.archiveiterator import ArchiveIterator
 
 from bench.synthweb import generate_web, host_addresses
+from harvestman.crawl.parse import parse_html
 from harvestman.fetch.content import sha1_base32
 from harvestman.model.records import FetchResult, RedirectHop, Rendering, Timings
 from harvestman.store import warc
@@ -67,6 +70,17 @@ def synthweb_fetches(tmp_path: Path) -> list[tuple[FetchResult, list[str]]]:
     return out
 
 
+def corpus_fetches() -> list[tuple[FetchResult, list[str]]]:
+    """The repository's page corpus (tests/data/docpages: Python's docs), links as parse_html finds them."""
+    out = []
+    for path in sorted((ROOT / "tests" / "data" / "docpages").glob("*.html.gz")):
+        body = gzip.decompress(path.read_bytes())
+        url = f"https://docs.python.org/3/{path.name.removesuffix('.gz').replace('_', '/', 1)}"
+        links = [link.url for link in parse_html(body.decode("utf-8"), url, with_text=False).links]
+        out.append((fetch(url, body), links))
+    return out
+
+
 def edge_fetches() -> list[tuple[FetchResult, list[str], str]]:
     """Fetches along every branch of the writer: (result, outlinks, payload digest given)."""
     u = "http://a.test/p"
@@ -108,10 +122,10 @@ def same_bytes(native: Any, writer: WarcWriter, result: FetchResult, outlinks: l
     return got
 
 
-def test_benchmark_pages_byte_for_byte(native: Any, tmp_path: Path) -> None:
+def test_benchmark_and_corpus_pages_byte_for_byte(native: Any, tmp_path: Path) -> None:
     writer = WarcWriter(tmp_path / "warc")
-    pages = synthweb_fetches(tmp_path)
-    assert len(pages) >= 16
+    pages = synthweb_fetches(tmp_path) + corpus_fetches()
+    assert len(pages) >= 16 + 6
     written = b"".join(same_bytes(native, writer, r, links, "") for r, links in pages)
     records = list(ArchiveIterator(io.BytesIO(written), check_digests="raise"))
     assert [r.rec_type for r in records] == ["response", "request", "metadata"] * len(pages)

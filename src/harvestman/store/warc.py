@@ -16,6 +16,7 @@ import zlib
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
 from harvestman.fetch.content import sha1_base32
@@ -24,6 +25,9 @@ from harvestman.model.core import core
 from harvestman.model.errors import StorageError
 from harvestman.model.records import FetchResult, Headers, Rendering, WarcPlace
 from harvestman.net.urls import authority_span
+
+if TYPE_CHECKING:
+    from harvestman._core import WarcRecords
 
 OPEN_SUFFIX = ".open"
 GiB = 1024 * 1024 * 1024
@@ -168,8 +172,8 @@ except ImportError:  # no wheel for this platform: zlib, at its fastest reasonab
 
 # The compiled core (harvestman.model.core) builds the same records in one call, gzipped with the
 # same compressor: the bytes are the Python writer's (tests/test_core_warc.py compares them).
-_core_records = None if core is None else core.WarcRecords(_deflate.compress,
-                                                           {s.value: s.phrase for s in http.HTTPStatus})
+_core_records: WarcRecords | None = None if core is None else core.WarcRecords(
+    _deflate.compress, {s.value: s.phrase for s in http.HTTPStatus})
 
 
 class WarcWriter:
