@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
 from warcio.archiveiterator import ArchiveIterator
 
 from bench.synthweb import generate_web, host_addresses
@@ -180,3 +182,39 @@ def test_the_writer_uses_the_core_by_default() -> None:
     from harvestman.model import core
 
     assert (warc._core_records is not None) == (core.core is not None)
+
+
+_TEXT = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
+_WIRE = st.text(st.characters(max_codepoint=0xFF), max_size=12)  # header text off the wire: Latin-1
+_WIDE = st.text(st.characters(max_codepoint=0x17F), max_size=12)  # and some that never was
+_PAIRS = st.lists(st.tuples(_WIRE, _WIRE), max_size=4) | st.lists(st.tuples(_WIDE, _WIDE), max_size=2)
+_PLAIN = st.from_regex(r"\Ahttps?://[ -~]{0,30}\Z")
+_TIME = st.one_of(st.floats(0, 1e4, allow_nan=False), st.sampled_from([0.0078125, 0.0025, 0.0035, 2.5e-7]))
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    uri=st.one_of(_PLAIN, _PLAIN, _PLAIN, _TEXT),
+    status=st.sampled_from([0, 200, 206, 404, 599, 999]),
+    headers=_PAIRS, sent=_PAIRS,
+    body=st.binary(max_size=64),
+    outlinks=st.lists(_TEXT, max_size=3),
+    timings=st.tuples(_TIME, _TIME, _TIME, _TIME, _TIME),
+    partial=_TEXT, truncated=st.booleans(), error=st.tuples(_TEXT, _TEXT),
+    addr=_TEXT, wire=st.integers(-1, 2**70), digest=st.sampled_from(["", "sha1:GIVEN"]),
+)
+def test_any_fetch_the_same_or_left_to_python(
+        native: Any, uri: str, status: int, headers: list[tuple[str, str]], sent: list[tuple[str, str]],
+        body: bytes, outlinks: list[str], timings: tuple[float, ...], partial: str, truncated: bool,
+        error: tuple[str, str], addr: str, wire: int, digest: str) -> None:
+    """Generated fetches (odd URIs, headers outside Latin-1, CR and LF anywhere, timings on a rounding
+    tie): the core writes the Python writer's bytes or leaves the fetch to Python, never other bytes."""
+    result = fetch(uri, body, final_url=uri, status=status, headers=tuple(headers), timings=Timings(*timings),
+                   partial=partial, truncated=truncated, error_class=error[0], error_message=error[1],
+                   remote_addr=addr, wire_bytes=wire, redirects=(RedirectHop(uri, 301, uri + "\r\n"),))
+    got = native.fetch(result, tuple(sent), outlinks, digest, 1, IDS, DATE)
+    event("written by the core" if got is not None else "left to Python")
+    if got is not None:
+        writer = WarcWriter.__new__(WarcWriter)  # _build_python reads nothing of the instance's files
+        writer.compress_level = 1
+        assert got == writer._build_python(result, tuple(sent), outlinks, digest, IDS, DATE)
