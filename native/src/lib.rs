@@ -16,7 +16,8 @@ use std::collections::HashMap;
 #[pyclass(frozen)]
 struct WarcRecords {
     /// The Python writer's own gzip function (isal_zlib.compress or zlib.compress), so that each
-    /// gzip member is byte for byte the one Python makes: ISA-L measured fastest (README, Core).
+    /// gzip member is byte for byte the one Python makes; no Rust crate beat ISA-L at its ratio
+    /// (bench/gzip_choice.py, README: Benchmarks).
     compress: Py<PyAny>,
     /// Status code to reason phrase, as http.HTTPStatus has them.
     reasons: HashMap<i64, String>,
