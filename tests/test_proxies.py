@@ -4,8 +4,9 @@ and tinyproxy, for http:// and https:// sites, the network rules judging every t
 One web for every test: an http:// site (A, a name pinned with `--resolve`) whose front page links
 to a page, to the https:// site (S, nginx on port 443 of its own loopback address: the one port
 squid's default rules tunnel to), to a redirect into a canary server, and to a name pinned to the
-canary. The canary is outside `--allow-net`'s range: it must never see a request, from the crawler
-or from the proxy. Squid starts once per test run (a session fixture).
+canary; another page links to a name in DNS (a private name server, squid's and the crawler's) that
+resolves to the canary. The canary is outside `--allow-net`'s range: it must never see a request,
+from the crawler or from the proxy. Squid starts once per test run (a session fixture).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import pytest
 from tests.support.crawlcheck import run_cli, run_cli_measured
 from tests.support.fakedns import FakeDns, require_private_resolver
 from tests.support.httpserver import RouteServer
-from tests.support.nginx import parse_log_line, require_nginx
+from tests.support.nginx import LogEntry, parse_log_line, require_nginx
 from tests.support.proxies import Squid, TinyProxy
 from tests.support.tlsfixture import TlsNginx, make_pki
 
@@ -46,9 +47,9 @@ class Web:
                 "--resolve", f"canary.test:{self.canary.port}:{CANARY}", "--allow-net", NET, "--insecure",
                 "--scope", "any", "--workers", "1", "--max-wait", "2", "-q"]
 
-    def tls_paths(self) -> list[str]:
+    def tls_log(self) -> list[LogEntry]:
         lines = self.tls.access_log.read_text(encoding="utf-8").splitlines()
-        return [e.uri for e in map(parse_log_line, lines) if e is not None]
+        return [e for e in map(parse_log_line, lines) if e is not None]
 
 
 @pytest.fixture(scope="session")
@@ -81,8 +82,8 @@ def web(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Web]:
                  canary.url("/"))
         a.routes["/"] = (200, HTML, "".join(f'<a href="{u}">x</a>' for u in links).encode())
         a.routes["/a.html"] = (200, HTML, b"<p>inside")
-        a.routes["/named"] = (200, HTML, f'<a href="/a.html">a</a><a href="http://rebound.test:{canary.port}/">'
-                              'r</a>'.encode())
+        named = f'<a href="/a.html">a</a> <a href="http://rebound.test:{canary.port}/">r</a>'
+        a.routes["/named"] = (200, HTML, named.encode())
         a.routes["/hop"] = (302, {"Location": canary.url("/")}, b"")
         try:
             tls.start()
@@ -121,7 +122,7 @@ def check_crawl(found: dict[str, tuple[object, object]], web: Web) -> None:
     assert found[f"http://site-a.test:{web.a.port}/a.html"] == ("fetched", "")
     assert found["https://site-s.test/"] == ("fetched", "")
     assert found["https://site-s.test/s.html"] == ("fetched", "")
-    assert found[f"http://site-a.test:{web.a.port}/hop"] == ("redirect_temp", "")  # to the canary:
+    assert found[f"http://site-a.test:{web.a.port}/hop"] == ("redirect_temp", "")  # its target refused:
     assert found[f"http://canary.test:{web.canary.port}/"] == ("gone", "blocked_address")
     assert found[web.canary.url("/")] == ("gone", "blocked_address")
     assert web.canary.paths == []  # nothing reached it, by the crawler or the proxy
@@ -136,16 +137,20 @@ def forwarded_paths(asked: list[tuple[str, str]], web: Web) -> list[str]:
 
 def test_squid_with_debians_default_rules_carries_http_and_https(
         squid: Squid, web: Web, tmp_path: Path) -> None:
-    before = len(squid.requests())
+    before, before_tls = len(squid.requests()), len(web.tls_log())
     check_crawl(crawl_through(squid.url, web, tmp_path / "out"), web)
     seen = squid.requests()[before:]
+    served = web.tls_log()[before_tls:]
     # http:// forwarded (squid refuses CONNECT to any port but 443), every request A served among
     # them; https:// tunnelled to the judged address on port 443. Squid refused nothing.
     assert {status for _, _, status in seen} <= {200, 302, 404}, seen
     assert {method for method, _, _ in seen} == {"GET", "CONNECT"}
     assert forwarded_paths([(m, t) for m, t, _ in seen], web) == sorted(web.a.paths)
-    assert {target for method, target, _ in seen if method == "CONNECT"} == {f"{S}:443"}
-    assert {"/", "/s.html", "/robots.txt"} <= set(web.tls_paths())
+    tunnels = [target for method, target, _ in seen if method == "CONNECT"]
+    assert set(tunnels) == {f"{S}:443"}
+    # Each https:// page came by one of those tunnels: nginx saw as many connections as squid opened.
+    assert {"/", "/s.html", "/robots.txt"} <= {e.uri for e in served}
+    assert len({e.connection for e in served}) == len(tunnels)
 
 
 def test_tinyproxy_carries_http_forwarded_and_https_tunnelled(web: Web, tmp_path: Path) -> None:

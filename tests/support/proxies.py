@@ -135,8 +135,7 @@ _SQUID_LOG_LINE = re.compile(r"^\S+\s+\d+\s+\S+\s+\S+/(\d{3})\s+\d+\s+(\S+)\s+(\
 
 def require_squid() -> str:
     """The squid binary; the test skips without it (`bash .ci/run` installs it)."""
-    found = shutil.which("squid") or next(
-        (p for p in ("/usr/sbin/squid",) if Path(p).exists()), None)
+    found = shutil.which("squid") or ("/usr/sbin/squid" if Path("/usr/sbin/squid").exists() else None)
     if found is None or not SQUID_DEFAULT_CONF.exists():
         pytest.skip("squid is not installed (apt-get install squid; `bash .ci/run` does it)")
     return found
