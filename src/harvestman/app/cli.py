@@ -19,15 +19,13 @@ from harvestman.launch.run import check_crawl_order, resumed_config, run_crawl, 
 from harvestman.model.config import CrawlConfig, config_from_mapping
 from harvestman.model.errors import (
     EXIT_CLOSED_OUTPUT,
-    EXIT_FAILED,
-    EXIT_IO,
     EXIT_OK,
     EXIT_USAGE,
     ConfigError,
     CrawlExistsError,
     HarvestmanError,
     OutputClosed,
-    StorageError,
+    command_failure,
 )
 from harvestman.policy.revive import check_retry_classes
 
@@ -270,22 +268,11 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"harvestman: error: {exc.where} already holds a crawl; pass --resume to continue it, or "
               f"choose another --out{' or --db' if exc.in_db else ''}", file=sys.stderr)
         return EXIT_USAGE
-    except ConfigError as exc:
-        print(f"harvestman: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except StorageError as exc:
-        print(f"harvestman: error: {exc}", file=sys.stderr)
-        return EXIT_IO
-    except HarvestmanError as exc:
-        print(f"harvestman: error: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    except OSError as exc:  # a file or folder named on the command line cannot be read or written
-        where = f" ({exc.filename})" if exc.filename else ""
-        print(f"harvestman: error: {exc.strerror or exc}{where}", file=sys.stderr)
-        return EXIT_IO
-    except KeyboardInterrupt:
-        print("harvestman: interrupted", file=sys.stderr)
-        return 130
+    except (HarvestmanError, OSError, KeyboardInterrupt) as exc:
+        failure = command_failure(exc)
+        assert failure is not None  # every one of these has its status
+        print(failure.line, file=sys.stderr)
+        return failure.exit_status
     parser.error(f"unknown command {args.command!r}")
     return EXIT_USAGE
 

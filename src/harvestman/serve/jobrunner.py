@@ -13,12 +13,9 @@ from pathlib import Path
 
 from harvestman.model.errors import (
     EXIT_FAILED,
-    EXIT_IO,
     EXIT_OK,
-    EXIT_USAGE,
-    ConfigError,
-    HarvestmanError,
-    StorageError,
+    CommandFailure,
+    command_failure,
 )
 from harvestman.serve.jobspecs import (
     DedupJob,
@@ -114,24 +111,13 @@ def run(folder: Path, job_id: str) -> int:
         spec = spec_from_json(read_json(paths.jobs / f"{job_id}.json")["spec"])
         db = str(read_json(paths.meta).get("db_url", ""))
         status, message = run_step(paths.crawl_dir, db, spec)
-    except ConfigError as exc:
-        return _error(exc, EXIT_USAGE)
-    except StorageError as exc:
-        return _error(exc, EXIT_IO)
-    except HarvestmanError as exc:
-        return _error(exc, EXIT_FAILED)
-    except OSError as exc:  # a file of the crawl cannot be read or written
-        return _error(f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else ""), EXIT_IO)
-    except KeyboardInterrupt:
-        return _error("interrupted", 130)
-    except Exception as exc:  # the job's message is one line, whatever went wrong
-        return _error(f"{type(exc).__name__}: {exc}", EXIT_FAILED)
+    except (Exception, KeyboardInterrupt) as exc:
+        # The job's message is one line, whatever went wrong (an unexpected error by its type's name).
+        failure = command_failure(exc) or CommandFailure(
+            EXIT_FAILED, f"harvestman: error: {type(exc).__name__}: {exc}")
+        print(failure.line, file=sys.stderr)
+        return failure.exit_status
     print(message)
-    return status
-
-
-def _error(exc: object, status: int) -> int:
-    print(f"harvestman: error: {exc}", file=sys.stderr)
     return status
 
 

@@ -9,7 +9,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from harvestman.model.errors import HarvestmanError
@@ -96,8 +95,3 @@ class JobRunner:
                 state="failed", message="the server restarted while the job ran: its outcome is unknown"
             )
         return {key: state.get(key) for key in ("id", "type", "state", "message", "started", "ended")}
-
-
-def job_ids(folder: Path) -> list[str]:
-    """The ids of a crawl's jobs."""
-    return sorted(p.stem for p in (folder / "jobs").glob("*.json") if JOB_ID.fullmatch(p.stem))
