@@ -126,10 +126,13 @@ def server(tmp_path_factory: pytest.TempPathFactory, web: Web) -> Iterator[Serve
 
 @pytest.fixture(autouse=True)
 def canary_sees_nothing(request: pytest.FixtureRequest) -> Iterator[None]:
-    """After every test that uses the web: not one request reached the canary."""
+    """After every test that uses the web: not one request reached the canary during it."""
+    web: Web | None = request.getfixturevalue("web") if "web" in request.fixturenames else None
+    if web is not None:
+        with web.canary.lock:
+            web.canary.paths.clear()
     yield
-    if "web" in request.fixturenames:
-        web: Web = request.getfixturevalue("web")
+    if web is not None:
         assert web.canary.paths == [], f"the canary was reached: {web.canary.paths}"
 
 
