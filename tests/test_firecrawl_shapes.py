@@ -23,7 +23,7 @@ START = "http://site.test/docs/guide/index.html"
 def _scope(body: dict[str, object]) -> Scope:
     url, settings, _ = crawl_request({"url": START, **body})
     config_from_mapping(settings)  # every translated setting is one harvestman takes
-    return Scope([url], str(settings["scope"]), settings.get("include"), settings.get("exclude"))  # type: ignore[arg-type]
+    return Scope([url], str(settings["scope"]), settings.get("include", ()), settings.get("exclude", ()))  # type: ignore[arg-type]
 
 
 def test_by_default_only_pages_below_the_start_path_on_its_host() -> None:
