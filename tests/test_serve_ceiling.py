@@ -151,6 +151,12 @@ def _ended(server: ServeProcess, crawl_id: str) -> dict[str, Any]:
     return summary
 
 
+def _job_ended(server: ServeProcess, path: str) -> dict[str, Any]:
+    job: dict[str, Any] = wait_for(
+        lambda: (s := server.call("GET", path).json())["state"] in ("finished", "failed") and s, 60, path)
+    return job
+
+
 def _urls(server: ServeProcess, crawl_id: str) -> dict[str, dict[str, Any]]:
     rows = server.call("GET", f"/api/crawls/{crawl_id}/urls?limit=1000").json()["urls"]
     return {row["url"]: row for row in rows}
@@ -252,9 +258,7 @@ def test_a_cycle_fetch_step_keeps_to_the_server_on_a_folder_with_wider_settings(
     for body in ({"type": "generate", "top_n": 100}, {"type": "fetch"}):
         reply = server.call("POST", base, body)
         assert reply.status == 202, reply.body
-        path = f"{base}/{reply.json()['id']}"
-        job = wait_for(lambda p=path: (s := server.call("GET", p).json())["state"]  # type: ignore[misc]
-                       in ("finished", "failed") and s, 60, f"job {body}")
+        job = _job_ended(server, f"{base}/{reply.json()['id']}")
         assert job["state"] == "finished", job
     assert "injected" not in str(web.canary.paths)
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harvestman.model.config import CrawlConfig, config_from_mapping
+from harvestman.model.config import CrawlConfig, config_from_mapping, parse_resolve
 from harvestman.model.errors import ConfigError
 from harvestman.net.addrguard import AddressGuard, IPNetwork
 
@@ -88,10 +88,10 @@ class NetCeiling:
     def _pins(self, asked: CrawlConfig, guard: AddressGuard) -> list[str]:
         """The server's pins, and the request's that point where the server may connect anyway
         (a pin never reaches an address the server's rules refuse, nor moves one of the server's)."""
-        mine = {pin.split(":", 2)[0] + ":" + pin.split(":", 2)[1]: pin for pin in self.resolve}
-        pins = list(self.resolve)
+        mine = {(e.host, e.port): e.curl_form() for e in map(parse_resolve, self.resolve)}
+        pins = list(mine.values())
         for entry in asked.resolve:
-            pin, key = entry.curl_form(), f"{entry.host}:{entry.port}"
+            pin, key = entry.curl_form(), (entry.host, entry.port)
             if guard.refusal(entry.address):
                 raise CeilingError(f"resolve {pin}: the server's network rules do not let it connect to "
                                    f"{entry.address} (--allow-net {_listed(self.allow_net)}"
@@ -108,9 +108,11 @@ class NetCeiling:
             raise CeilingError("proxy: the server decides the proxy its fetches go through", "proxy")
         return self.proxy
 
-    def fetch_options(self) -> dict[str, Any]:
-        """The server's own rules as `download()` options (the /v1 fetches, which take no settings)."""
-        return {name: value for name, value in self.bound({}).items() if name in NETWORK_SETTINGS}
+    def network(self, requested: Mapping[str, Any]) -> dict[str, Any]:
+        """Only the network settings of `bound(requested)`: what a cycle step takes over the crawl
+        folder's stored ones, and (of `{}`) the /v1 fetches' `download()` options."""
+        bounded = self.bound(requested)
+        return {name: bounded[name] for name in NETWORK_SETTINGS}
 
 
 def _listed(nets: tuple[str, ...]) -> str:

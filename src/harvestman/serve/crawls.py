@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harvestman.model.errors import ConfigError, HarvestmanError
-from harvestman.serve.ceiling import NETWORK_SETTINGS, NetCeiling
+from harvestman.serve.ceiling import NetCeiling
 from harvestman.serve.layout import CRAWL_ID, CrawlPaths, new_id, read_json, write_json
 from harvestman.serve.pgdbs import PostgresCrawls
 from harvestman.serve.procs import alive, signal_if_alive, start_time
@@ -107,12 +107,6 @@ class CrawlManager:
         if self._postgres is None:
             raise ConfigError("this crawl is kept in PostgreSQL: start the server with --db")
         return self._postgres.url(name)
-
-    def network(self, settings: dict[str, Any]) -> dict[str, Any]:
-        """The network settings a crawl with `settings` runs with under the server's rules now (what
-        its cycle steps get too); a CeilingError when they are wider."""
-        bounded = self.ceiling.bound(settings)
-        return {name: bounded[name] for name in NETWORK_SETTINGS}
 
     def _spawn(self, crawl_id: str, paths: CrawlPaths) -> None:
         with self._lock:

@@ -87,7 +87,7 @@ class Firecrawl:
         """Each URL fetched once (robots.txt obeyed), under the server's network rules."""
         extra: dict[str, Any] = {"extra_headers": dict(headers)} if headers else {}
         return list(download(urls, concurrency=8, retries=1, timeout=SCRAPE_TIMEOUT,
-                             **self.manager.ceiling.fetch_options(), **extra))
+                             **self.manager.ceiling.network({}), **extra))
 
     def scrape(self, url: str, options: ScrapeOptions) -> tuple[int, dict[str, Any]]:
         """POST /v1/scrape: the page now, as a Firecrawl document."""

@@ -118,7 +118,7 @@ def run(folder: Path, job_id: str) -> int:
         spec = spec_from_json(state["spec"])
         db = str(read_json(paths.meta).get("db_url", ""))
         # A state file without them (written by hand) gets the narrowest: public addresses only.
-        network = state.get("network") or NetCeiling().fetch_options()
+        network = state.get("network") or NetCeiling().network({})
         status, message = run_step(paths.crawl_dir, db, spec, network)
     except ConfigError as exc:
         return _error(exc, EXIT_USAGE)
