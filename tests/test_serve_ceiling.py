@@ -22,6 +22,7 @@ from harvestman.serve.ceiling import CeilingError, NetCeiling
 from harvestman.serve.layout import read_json, write_json
 from tests.support.crawlcheck import harvestman_cmd
 from tests.support.httpserver import RouteServer
+from tests.support.proxies import Socks5Proxy
 from tests.support.serveproc import ServeProcess, wait_for
 
 pytest.importorskip("fastapi")
@@ -287,6 +288,22 @@ def test_rendered_pages_sub_requests_keep_to_the_range(server: ServeProcess, web
                   {"render": "always", "render_third_party": True, "render_block": [], "workers": 1,
                    "follow_links": False})
     assert done["state"] == "finished" and done["counts"]["fetched"] == 1, done
+
+
+def test_the_servers_proxy_carries_its_crawls_and_its_password_stays_hidden(
+    tmp_path: Path, web: Web
+) -> None:
+    with Socks5Proxy() as proxy:
+        address = proxy.url.replace("socks5://", "socks5://user:s3cret@")
+        extra = ("--allow-net", RANGE, "--resolve", f"site.test:{web.port}:{SITE_HOST}", "--proxy", address)
+        with ServeProcess(tmp_path / "root", extra=extra) as server:
+            refused = server.call("POST", "/api/crawls", {"seeds": [web.seed], "settings": {"proxy": ""}})
+            assert refused.status == 422 and refused.json()["field"] == "proxy"
+            done = _crawl(server, [f"{web.seed}a"], {"workers": 1})
+            assert done["state"] == "finished" and done["counts"]["fetched"] == 1, done
+            assert done["settings"]["proxy"] == address.replace("s3cret", "***")
+            assert "s3cret" not in server.call("GET", "/api/crawls").body.decode()
+        assert ("ipv4", SITE_HOST, web.port) in proxy.requests
 
 
 def test_docs_and_openapi_want_the_token(server: ServeProcess) -> None:
