@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from harvestman.model.config import CrawlConfig, config_from_mapping, parse_resolve
+from harvestman.model.config import FetchSettings, config_from_mapping, parse_resolve
 from harvestman.model.errors import ConfigError
 from harvestman.net.addrguard import AddressGuard, IPNetwork
 
@@ -53,20 +53,20 @@ class NetCeiling:
     @classmethod
     def of(cls, values: Mapping[str, Any]) -> NetCeiling:
         """The ceiling of the server's options, checked as a crawl checks them (a ConfigError else)."""
-        cfg = config_from_mapping({name: values[name] for name in NETWORK_SETTINGS if name in values})
+        cfg = config_from_mapping({name: values[name] for name in NETWORK_SETTINGS if name in values}).fetch
         return cls(cfg.allow_net, cfg.only_net, tuple(p.curl_form() for p in cfg.resolve), cfg.proxy)
 
     def bound(self, requested: Mapping[str, Any]) -> dict[str, Any]:
         """`requested` (flat settings) with the network settings set to the effective ones; a
         CeilingError naming the first setting that would widen the server's rules."""
-        asked = config_from_mapping({k: requested[k] for k in NETWORK_SETTINGS if k in requested})
+        asked = config_from_mapping({k: requested[k] for k in NETWORK_SETTINGS if k in requested}).fetch
         allow = self._allow(asked) if "allow_net" in requested else self.allow_net
         only = self._only(asked) if "only_net" in requested else self.only_net
         return {**requested, "allow_net": list(allow), "only_net": list(only),
                 "resolve": self._pins(asked, AddressGuard(self.allow_net, self.only_net)),
                 "proxy": self._proxy(asked, "proxy" in requested)}
 
-    def _allow(self, asked: CrawlConfig) -> tuple[str, ...]:
+    def _allow(self, asked: FetchSettings) -> tuple[str, ...]:
         bounds = _nets(self.allow_net)
         for net in asked.allow_net:
             if not _within(_nets((net,))[0], bounds):
@@ -74,7 +74,7 @@ class NetCeiling:
                                    f"({_listed(self.allow_net)}): a request may only narrow it", "allow_net")
         return asked.allow_net
 
-    def _only(self, asked: CrawlConfig) -> tuple[str, ...]:
+    def _only(self, asked: FetchSettings) -> tuple[str, ...]:
         if not self.only_net:  # confining only narrows: any range is within "everywhere"
             return asked.only_net
         bounds = _nets(self.only_net)
@@ -85,7 +85,7 @@ class NetCeiling:
                                "a request may only narrow it", "only_net")
         return asked.only_net
 
-    def _pins(self, asked: CrawlConfig, guard: AddressGuard) -> list[str]:
+    def _pins(self, asked: FetchSettings, guard: AddressGuard) -> list[str]:
         """The server's pins, and the request's that point where the server may connect anyway
         (a pin never reaches an address the server's rules refuse, nor moves one of the server's)."""
         mine = {(e.host, e.port): e.curl_form() for e in map(parse_resolve, self.resolve)}
@@ -103,7 +103,7 @@ class NetCeiling:
                 pins.append(pin)
         return pins
 
-    def _proxy(self, asked: CrawlConfig, given: bool) -> str:
+    def _proxy(self, asked: FetchSettings, given: bool) -> str:
         if given and asked.proxy != self.proxy:
             raise CeilingError("proxy: the server decides the proxy its fetches go through", "proxy")
         return self.proxy
