@@ -306,13 +306,6 @@ def test_the_servers_proxy_carries_its_crawls_and_its_password_stays_hidden(
         assert ("ipv4", SITE_HOST, web.port) in proxy.requests
 
 
-def test_docs_and_openapi_want_the_token(server: ServeProcess) -> None:
-    for path in ("/docs", "/openapi.json"):
-        assert server.call("GET", path, auth=False).status == 401
-        assert server.call("GET", path).status == 200
-    assert "/api/crawls" in server.call("GET", "/openapi.json").json()["paths"]
-
-
 def test_a_seed_the_command_line_refuses_is_refused_by_the_api_in_its_words(
     server: ServeProcess, tmp_path: Path
 ) -> None:
