@@ -122,11 +122,16 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8844, help="port to listen on (default 8844)")
     serve.add_argument("--token", help="the access token (default: $HARVESTMAN_TOKEN, else ROOT/token)")
+    # The server's network ceiling (serve/ceiling.py): every fetch it makes for a client keeps to it.
     serve.add_argument("--allow-net", action="append", default=[], metavar="CIDR",
-                       help="what the Firecrawl-shaped /v1 endpoints may fetch in this private or loopback "
-                            "range (repeatable; default: public addresses only)")
+                       help="what the server may fetch for its clients in this private or loopback range "
+                            "(repeatable; default: public addresses only); a request may only narrow it")
+    serve.add_argument("--only-net", action="append", default=[], metavar="CIDR",
+                       help="fetch for clients only from addresses in this range (repeatable)")
     serve.add_argument("--resolve", action="append", default=[], metavar="HOST:PORT:ADDR",
-                       help="pin a host name to an address for the /v1 endpoints' fetches (repeatable)")
+                       help="pin a host name to an address for every fetch the server makes (repeatable)")
+    serve.add_argument("--proxy", default="", metavar="URL",
+                       help="send every fetch the server makes through this proxy (as crawl --proxy)")
     return parser
 
 
@@ -261,7 +266,8 @@ def _main(argv: Sequence[str] | None) -> int:
             from harvestman.serve.server import serve  # FastAPI loads only for the server
 
             return serve(args.data, args.host, args.port, args.token, args.db,
-                         allow_net=tuple(args.allow_net), resolve=tuple(args.resolve))
+                         net={"allow_net": args.allow_net, "only_net": args.only_net,
+                              "resolve": args.resolve, "proxy": args.proxy})
     except (BrokenPipeError, OutputClosed):  # standard output closed: main() ends quietly
         raise
     except CrawlExistsError as exc:  # the library's message names settings; the command line's, flags

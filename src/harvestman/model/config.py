@@ -780,12 +780,12 @@ def merge_settings(stored: Mapping[str, Any], given: Mapping[str, Any]) -> tuple
     notes = []
     for name in sorted(flat_settings(given)):
         if name in kept and name not in RUN_ONLY and getattr(before, name) != getattr(after, name):
-            old, new = (_shown(name, _json_ready(getattr(cfg, name))) for cfg in (before, after))
+            old, new = (shown_setting(name, _json_ready(getattr(cfg, name))) for cfg in (before, after))
             notes.append(f"{flag_name(name)}: {new!r} replaces the crawl's stored {old!r}")
     return after, notes
 
 
-def _shown(name: str, value: Any) -> Any:
+def shown_setting(name: str, value: Any) -> Any:
     """A setting's value as a message may show it: a proxy's password hidden."""
     if name == "proxy" and isinstance(value, str) and "@" in value:
         parts = urlsplit(value)

@@ -158,10 +158,11 @@ def _path_rule(pattern: str, on_full_url: bool) -> str:
     return authority + f"[^?#]*?(?:{pattern})"
 
 
-def crawl_request(body: Any, allow_net: tuple[str, ...]) -> tuple[str, dict[str, Any], ScrapeOptions]:
+def crawl_request(body: Any) -> tuple[str, dict[str, Any], ScrapeOptions]:
     """A /v1/crawl request as the seed, harvestman's crawl settings and the options of its pages.
 
-    What the crawl may reach is the server's to say (`allow_net`), never the request's."""
+    What the crawl may reach is the server's to say (its network ceiling, serve/ceiling.py), never
+    the request's: no network setting is taken from it."""
     body = _object(body)
     _check_keys(body, _CRAWL)
     url = _url(body)
@@ -169,7 +170,6 @@ def crawl_request(body: Any, allow_net: tuple[str, ...]) -> tuple[str, dict[str,
         raise ShapeError("webhook: not supported by harvestman (poll GET /v1/crawl/ID)")
     settings: dict[str, Any] = {
         "max_pages": _count(body, "limit", CRAWL_LIMIT),
-        "allow_net": list(allow_net),
         "sitemaps": "off" if _flag(body, "ignoreSitemap", False) else "robots",
     }
     if "maxDiscoveryDepth" in body:

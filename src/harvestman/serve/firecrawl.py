@@ -1,8 +1,9 @@
 """Firecrawl's v1 API on `harvestman serve`: /v1/scrape, /v1/crawl (start, status and results,
 cancel) and /v1/map, in Firecrawl's shapes (`serve/fcshapes.py`), behind the server's token.
 
-What these endpoints may reach is the server's to say: `serve --allow-net CIDR` (nothing private or
-loopback by default), judged by the same address guard as every crawl.
+What these endpoints may reach is the server's to say: its network ceiling (serve/ceiling.py: `serve
+--allow-net --only-net --resolve --proxy`, nothing private or loopback by default), judged by the same
+address guard as every crawl, on every hop, robots.txt and sitemaps included.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from harvestman.model.records import FetchResult
 from harvestman.net.urls import registered_domain
 from harvestman.policy.robots import RobotsRules
 from harvestman.serve.auth import Auth
+from harvestman.serve.ceiling import CeilingError
 from harvestman.serve.crawls import CrawlManager, UnknownCrawl
 from harvestman.serve.fcshapes import (
     MapRequest,
@@ -61,6 +63,8 @@ def _failed(exc: HarvestmanError) -> JSONResponse:
     """A HarvestmanError as Firecrawl's error body and status."""
     if isinstance(exc, UnknownCrawl):
         return _answer(404, failure("Crawl job not found"))
+    if isinstance(exc, CeilingError):
+        return _answer(403, failure(str(exc)))
     if isinstance(exc, ConfigError):
         return _answer(400, failure(str(exc)))
     return _answer(500, failure(str(exc)))
@@ -76,17 +80,14 @@ async def _json(request: Request) -> Any:
 class Firecrawl:
     """The /v1 routes' work: fetches with the server's network rules, crawls through the manager."""
 
-    def __init__(self, manager: CrawlManager, allow_net: tuple[str, ...] = (),
-                 resolve: tuple[str, ...] = ()) -> None:
+    def __init__(self, manager: CrawlManager) -> None:
         self.manager = manager
-        self.allow_net = allow_net
-        self.resolve = resolve
 
     def fetch(self, urls: list[str], headers: tuple[tuple[str, str], ...] = ()) -> list[FetchResult]:
         """Each URL fetched once (robots.txt obeyed), under the server's network rules."""
         extra: dict[str, Any] = {"extra_headers": dict(headers)} if headers else {}
         return list(download(urls, concurrency=8, retries=1, timeout=SCRAPE_TIMEOUT,
-                             allow_net=list(self.allow_net), resolve=list(self.resolve), **extra))
+                             **self.manager.ceiling.network({}), **extra))
 
     def scrape(self, url: str, options: ScrapeOptions) -> tuple[int, dict[str, Any]]:
         """POST /v1/scrape: the page now, as a Firecrawl document."""
@@ -100,9 +101,7 @@ class Firecrawl:
 
     def start_crawl(self, body: Any, base: str) -> dict[str, Any]:
         """POST /v1/crawl: a harvestman crawl of the URL, its id and where its status is."""
-        url, settings, options = crawl_request(body, self.allow_net)
-        if self.resolve:
-            settings["resolve"] = list(self.resolve)
+        url, settings, options = crawl_request(body)
         seeds, checked = check_settings([url], settings)
         crawl_id = self.manager.create(seeds, checked)
         (self.manager.paths(crawl_id).folder / OPTIONS_FILE).write_text(json.dumps(options.as_json()))
