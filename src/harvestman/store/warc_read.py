@@ -22,13 +22,18 @@ from harvestman.model.records import Headers
 from harvestman.store.warc import OPEN_SUFFIX, complete_length
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
-_PATTERNS = ("warc/*.warc.gz", "segments/*/warc/*.warc.gz")
+MACHINES_DIR = "machines"  # DIR/machines/NAME/: the folders (`--out`) of a shared crawl's other machines
+_ONE_MACHINE = ("warc/*.warc.gz", "segments/*/warc/*.warc.gz")
+_PATTERNS = (*_ONE_MACHINE, *(f"{MACHINES_DIR}/*/{pattern}" for pattern in _ONE_MACHINE))
 
 
-def crawl_warc_files(folder: Path, *, open_files: bool = False) -> list[Path]:
-    """Every WARC file of a crawl: the segments' (DIR/segments/*/warc/) and the continuous crawl's
-    (DIR/warc/), sorted by path, so a folder's files come in the order written (their names start with
-    a timestamp); with `open_files`, the files still being written (`.warc.gz.open`) too."""
+def crawl_warc_files(folder: Path, *, open_files: bool = True) -> list[Path]:
+    """Every WARC file of a crawl: the continuous crawl's (DIR/warc/), the segments'
+    (DIR/segments/*/warc/), and the same in each other machine's folder copied or written into
+    DIR/machines/NAME/; sorted by path, so a folder's files come in the order written (their names
+    start with a timestamp). Files still being written, or left open by a killed machine
+    (`.warc.gz.open`), are in unless `open_files` is false: readers read them up to their last whole
+    record."""
     folder = Path(folder)
     return sorted(p for pattern in _patterns(_PATTERNS, open_files) for p in folder.glob(pattern))
 
@@ -77,9 +82,10 @@ class ReadCounts:
     torn_files: int = 0  # open files whose last bytes were not a whole record yet
 
 
-def _stream(path: Path, counts: ReadCounts | None) -> BinaryIO:
+def whole_records(path: Path, counts: ReadCounts | None = None) -> BinaryIO:
     """`path` opened for reading; an open file only up to its last complete gzip member, since the
-    writer may be half-way through one (warcio reads a cut member as a short record, silently)."""
+    writer may be half-way through one, or was killed in one (warcio reads a cut member as a short
+    record, silently)."""
     stream = path.open("rb")
     if not is_open(path):
         return stream
@@ -98,7 +104,7 @@ def warc_records(path: Path, kinds: Collection[str], counts: ReadCounts | None =
     from warcio.archiveiterator import ArchiveIterator  # imported here: only jobs reading WARC need it
 
     try:
-        with _stream(path, counts) as stream:
+        with whole_records(path, counts) as stream:
             records = ArchiveIterator(stream)
             for record in records:
                 if record.rec_type not in kinds:
@@ -195,7 +201,7 @@ def responses_in(files: Collection[Path], *, html_only: bool = True, ok_only: bo
 
 
 def stored_responses(folder: Path, *, html_only: bool = True, ok_only: bool = True, latest: bool = False,
-                     urls: Collection[str] | None = None, open_files: bool = False, bodies: bool = True,
+                     urls: Collection[str] | None = None, open_files: bool = True, bodies: bool = True,
                      counts: ReadCounts | None = None) -> Iterator[StoredResponse]:
     """The responses stored by the crawl in `folder` (every file of crawl_warc_files), filtered as
     responses_in says."""
