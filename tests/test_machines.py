@@ -160,6 +160,7 @@ def test_a_killed_machines_pages_are_read_and_its_file_repaired(shared: SharedCr
 
     # A worker on the folder (the crawl has ended: nothing left to fetch) closes and repairs the file.
     joined = run_cli("worker", "--db", shared.db, "--out", str(c), "--workers", "1", "-q")
+    assert joined.returncode == 0, joined.stderr
     assert "closed 1 WARC files" in joined.stderr, joined.stderr
     assert left_open.name.removesuffix(".open") in joined.stderr
     assert not list((c / "warc").glob("*.open"))
