@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import os
 from collections import defaultdict
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
@@ -82,6 +83,38 @@ class ReadCounts:
     torn_files: int = 0  # open files whose last bytes were not a whole record yet
 
 
+class _Prefix(io.RawIOBase):
+    """The first `length` bytes of a file, read from disk as asked for (a killed machine's open file
+    may be a GiB: never held in memory whole)."""
+
+    def __init__(self, raw: io.BufferedReader, length: int) -> None:
+        super().__init__()
+        self._raw, self._length = raw, length
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence == io.SEEK_END:
+            offset, whence = self._length + offset, io.SEEK_SET
+        return self._raw.seek(offset, whence)
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        room = max(0, self._length - self._raw.tell())
+        return self._raw.readinto(view[: min(len(view), room)]) or 0
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
 def whole_records(path: Path, counts: ReadCounts | None = None) -> BinaryIO:
     """`path` opened for reading; an open file only up to its last complete gzip member, since the
     writer may be half-way through one, or was killed in one (warcio reads a cut member as a short
@@ -89,11 +122,14 @@ def whole_records(path: Path, counts: ReadCounts | None = None) -> BinaryIO:
     stream = path.open("rb")
     if not is_open(path):
         return stream
-    with stream:
-        data = stream.read(complete_length(path))
-        if counts is not None and stream.read(1):
+    try:
+        length = complete_length(path)
+        if counts is not None and os.fstat(stream.fileno()).st_size > length:
             counts.torn_files += 1
-    return io.BytesIO(data)
+    except BaseException:
+        stream.close()
+        raise
+    return io.BufferedReader(_Prefix(stream, length))
 
 
 def warc_records(path: Path, kinds: Collection[str], counts: ReadCounts | None = None,
