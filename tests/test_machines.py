@@ -2,7 +2,7 @@
 
 Machine A starts the crawl with the `--allow-net` its loopback web needs; machine B joins with
 `harvestman worker` and none of it; machine C joins with it and is killed with SIGKILL mid-crawl,
-leaving its WARC file open and perhaps torn. One crawl (module-scoped) serves three tests:
+leaving its WARC file open and perhaps torn. One crawl (module-scoped) serves the first three tests:
 
 - B loses no URL: it takes the crawl's network rules (and says so), and every page is fetched;
 - C's pages are read where it left them (CDXJ and Markdown export, index, search), and a `worker`
@@ -13,6 +13,7 @@ leaving its WARC file open and perhaps torn. One crawl (module-scoped) serves th
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import shutil
@@ -25,6 +26,9 @@ from pathlib import Path
 
 import pytest
 
+from harvestman.launch.run import check_renderer, with_crawl_net
+from harvestman.model.config import config_from_mapping
+from harvestman.model.errors import ConfigError
 from harvestman.model.records import UrlState
 from harvestman.store.factory import open_store
 from harvestman.store.warc_read import responses_in
@@ -136,6 +140,8 @@ def test_a_killed_machines_pages_are_read_and_its_file_repaired(shared: SharedCr
     [left_open] = list((c / "warc").glob("*.warc.gz.open"))
     stored = _responses(c, open_files=True)  # HTML pages and robots.txt files
     assert stored >= 3
+    with open(left_open, "ab") as tail:  # torn in its last record, whatever the kill left
+        tail.write(gzip.compress(b"WARC/1.1\r\nWARC-Type: response\r\n" + os.urandom(4000))[:1000])
 
     cdxj = run_cli("export", str(c), "--db", shared.db, "--format", "cdxj", "--out", "-")
     assert cdxj.returncode == 0, cdxj.stderr
@@ -193,3 +199,22 @@ def test_three_machines_folders_give_one_set_of_answers(shared: SharedCrawl, tmp
     assert markdown.returncode == 0, markdown.stderr
     rows = [json.loads(line) for line in (tmp_path / "md.jsonl").read_text().splitlines()]
     assert {row["url"] for row in rows} == shared.pages and len(rows) == len(shared.pages)
+
+
+def test_a_workers_own_address_rules_add_to_the_crawls() -> None:
+    crawl = config_from_mapping({"allow_net": ["10.8.0.0/16"], "resolve": ["a.test:80:10.8.0.1",
+                                                                           "b.test:80:10.8.0.2"]})
+    own = config_from_mapping({"allow_net": ["192.168.0.0/16"], "resolve": ["b.test:80:192.168.0.2"]})
+    cfg, taken = with_crawl_net(own, crawl)
+    assert cfg.allow_net == ("192.168.0.0/16", "10.8.0.0/16")
+    pins = {(pin.host, pin.address) for pin in cfg.resolve}
+    assert pins == {("a.test", "10.8.0.1"), ("b.test", "192.168.0.2")}  # this machine's pin wins for b
+    assert taken == "--allow-net 10.8.0.0/16, --resolve a.test:80:10.8.0.1"
+    assert with_crawl_net(cfg, crawl)[1] == ""  # nothing left to take
+
+
+def test_a_worker_that_cannot_render_what_the_crawl_renders_refuses_to_start(tmp_path: Path) -> None:
+    cfg = config_from_mapping({"render": "auto", "browser_path": str(tmp_path / "no-chromium")})
+    with pytest.raises(ConfigError, match=r"this machine cannot render pages, and the crawl does "
+                                          r"\(--render auto\): browser .* not found"):
+        check_renderer(cfg, joining=True)
