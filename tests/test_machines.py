@@ -26,6 +26,9 @@ from pathlib import Path
 
 import pytest
 
+from harvestman.index.indexer import build_index
+from harvestman.index.search import search
+from harvestman.launch.report import export_records
 from harvestman.launch.run import check_renderer, with_crawl_net
 from harvestman.model.config import config_from_mapping
 from harvestman.model.errors import ConfigError
@@ -40,7 +43,7 @@ from tests.support.postgres import PostgresServer
 from tests.support.sharedcrawl import wait_for_settings
 
 HOSTS = [f"127.32.1.{i}" for i in range(1, 7)]
-PAGES = 40
+PAGES = 50
 HOLD = 0.1  # each answer held: the crawl lasts long enough for two workers to join
 PER_HOST = 2
 CONCURRENCY = 4  # each process's: a third of the hosts' slots, so that every machine finds work
@@ -174,6 +177,7 @@ def test_a_killed_machines_pages_are_read_and_its_file_repaired(shared: SharedCr
 
 
 def test_three_machines_folders_give_one_set_of_answers(shared: SharedCrawl, tmp_path: Path) -> None:
+    """The readers called in this process (the command line's messages are test_a_killed_...'s)."""
     crawl = tmp_path / "crawl"
     shutil.copytree(shared.a, crawl)
     for name, folder in (("b", shared.b), ("c", shared.c)):
@@ -181,22 +185,16 @@ def test_three_machines_folders_give_one_set_of_answers(shared: SharedCrawl, tmp
     for folder in (shared.a, shared.b):  # each machine has some of the pages, none all (C: killed)
         assert 0 < len(set(warc_responses(folder)) & shared.pages) < len(shared.pages)
 
-    index = run_cli("index", str(crawl), "--db", shared.db)
-    assert index.returncode == 0, index.stderr
-    assert index.stdout.startswith(f"{len(shared.pages)} pages in the index"), index.stdout
-    assert "in no WARC file" not in index.stderr
-    found = run_cli("search", str(crawl), WORD, "--db", shared.db, "--json", "--limit", "1")
-    assert json.loads(found.stdout)["total"] == len(shared.pages), found.stderr
+    index = build_index(crawl, shared.db)
+    assert (index.documents, index.missing) == (len(shared.pages), ())
+    assert search(crawl, WORD, limit=1).total == len(shared.pages)
 
-    cdxj = run_cli("export", str(crawl), "--db", shared.db, "--format", "cdxj", "--out", "-")
-    assert cdxj.returncode == 0, cdxj.stderr
-    lines = [json.loads(line.split(" ", 2)[2]) for line in cdxj.stdout.splitlines()]
-    assert shared.pages <= {line["url"] for line in lines}
+    exported = export_records(crawl, "cdxj", tmp_path / "index.cdxj", shared.db)
+    lines = [json.loads(line.split(" ", 2)[2]) for line in (tmp_path / "index.cdxj").read_text().splitlines()]
+    assert shared.pages <= {line["url"] for line in lines} and exported.count == len(lines)
     assert {line["filename"].split("/")[0] for line in lines} == {"warc", "machines"}
 
-    markdown = run_cli("export", str(crawl), "--db", shared.db, "--what", "markdown", "--format", "jsonl",
-                       "--out", str(tmp_path / "md.jsonl"))
-    assert markdown.returncode == 0, markdown.stderr
+    export_records(crawl, "jsonl", tmp_path / "md.jsonl", shared.db, what="markdown")
     rows = [json.loads(line) for line in (tmp_path / "md.jsonl").read_text().splitlines()]
     assert {row["url"] for row in rows} == shared.pages and len(rows) == len(shared.pages)
 
