@@ -89,8 +89,8 @@ def worker_config(db: str, out: Path, local: Mapping[str, Any]) -> CrawlConfig:
 
 def with_crawl_net(cfg: CrawlConfig, crawl: CrawlConfig) -> tuple[CrawlConfig, str]:
     """`cfg` (a machine's settings) widened to allow what `crawl`'s address rules allow: its
-    `--allow-net` ranges and `--resolve` pins (a pin of this machine's own wins for its host); with
-    what was taken, as options ('' when nothing)."""
+    `--allow-net` ranges and `--resolve` pins (a pin of this machine's own wins for its host and
+    port); with what was taken, as options ('' when nothing)."""
     ranges = [net for net in crawl.allow_net if net not in cfg.allow_net]
     own_pins = {(pin.host.lower(), pin.port) for pin in cfg.resolve}
     pins = [pin for pin in crawl.resolve if (pin.host.lower(), pin.port) not in own_pins]
