@@ -135,6 +135,12 @@ def test_a_worker_without_the_crawls_network_rules_loses_no_url(shared: SharedCr
     assert not refused, refused[:5]
     assert all(records[url].state == UrlState.FETCHED for url in shared.pages)
     assert len(warc_responses(shared.b)) > 0  # B did part of the work
+    # A machine whose own --allow-net leaves out part of the crawl's does not join it.
+    narrower = run_cli("worker", "--db", shared.db, "--out", str(shared.b.parent / "d"),
+                       "--allow-net", "127.32.1.1/32", "-q")
+    assert narrower.returncode == 2, narrower.stderr
+    assert f"leaves out the crawl's {NET}" in narrower.stderr
+    assert not (shared.b.parent / "d").exists()
 
 
 def test_a_killed_machines_pages_are_read_and_its_file_repaired(shared: SharedCrawl, tmp_path: Path) -> None:
@@ -199,16 +205,22 @@ def test_three_machines_folders_give_one_set_of_answers(shared: SharedCrawl, tmp
     assert {row["url"] for row in rows} == shared.pages and len(rows) == len(shared.pages)
 
 
-def test_a_workers_own_address_rules_add_to_the_crawls() -> None:
+def test_a_worker_takes_the_crawls_address_rules_and_never_fewer() -> None:
     crawl = config_from_mapping({"allow_net": ["10.8.0.0/16"], "resolve": ["a.test:80:10.8.0.1",
                                                                            "b.test:80:10.8.0.2"]})
-    own = config_from_mapping({"allow_net": ["192.168.0.0/16"], "resolve": ["b.test:80:192.168.0.2"]})
-    cfg, taken = with_crawl_net(own, crawl)
-    assert cfg.allow_net == ("192.168.0.0/16", "10.8.0.0/16")
+    given_none, taken = with_crawl_net(config_from_mapping({}), crawl)
+    assert given_none.allow_net == ("10.8.0.0/16",) and len(given_none.resolve) == 2
+    assert taken == "--allow-net 10.8.0.0/16, --resolve a.test:80:10.8.0.1, --resolve b.test:80:10.8.0.2"
+    wider = config_from_mapping({"allow_net": ["10.0.0.0/8"], "resolve": ["b.test:80:10.9.0.2"]})
+    cfg, taken = with_crawl_net(wider, crawl)
+    assert cfg.allow_net == ("10.0.0.0/8",)
     pins = {(pin.host, pin.address) for pin in cfg.resolve}
-    assert pins == {("a.test", "10.8.0.1"), ("b.test", "192.168.0.2")}  # this machine's pin wins for b
-    assert taken == "--allow-net 10.8.0.0/16, --resolve a.test:80:10.8.0.1"
-    assert with_crawl_net(cfg, crawl)[1] == ""  # nothing left to take
+    assert pins == {("a.test", "10.8.0.1"), ("b.test", "10.9.0.2")}  # this machine's pin wins for b
+    assert taken == "--resolve a.test:80:10.8.0.1"
+    narrower = config_from_mapping({"allow_net": ["10.8.1.0/24", "192.168.0.0/16"]})
+    with pytest.raises(ConfigError, match=r"this machine's --allow-net 10\.8\.1\.0/24 192\.168\.0\.0/16 "
+                                          r"leaves out the crawl's 10\.8\.0\.0/16: the URLs there"):
+        with_crawl_net(narrower, crawl)
 
 
 def test_a_worker_that_cannot_render_what_the_crawl_renders_refuses_to_start(tmp_path: Path) -> None:

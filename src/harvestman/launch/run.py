@@ -5,6 +5,7 @@ and its verdict and exit status. Messages go to stderr; nothing here parses a co
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import signal
 import sys
 from collections.abc import Callable, Collection, Iterator, Mapping
@@ -77,26 +78,35 @@ def worker_config(db: str, out: Path, local: Mapping[str, Any]) -> CrawlConfig:
         raise ConfigError(f"a worker takes the crawl's settings from its database, not {wrong[0]!r}")
     crawl_net = config_from_mapping({name: starter[name] for name in ("allow_net", "resolve")
                                      if name in starter})
-    cfg = config_from_mapping({**stored, **local, "out_dir": out, "db": db})
-    # The crawl's address rules are its verdict on every URL: a machine short of them would end URLs
-    # gone that the crawl means to fetch. So a worker takes them, and its own only add to them.
-    cfg, taken = with_crawl_net(cfg, crawl_net)
+    own = config_from_mapping({**stored, **local, "out_dir": out, "db": db})
+    cfg, taken = with_crawl_net(own, crawl_net)
     if taken:
-        say(f"worker: taking the crawl's network rules, stored by the machine that started it: "
-            f"{taken} (this machine's own --allow-net and --resolve add to them)")
+        say(f"worker: taking the crawl's network rules, stored by the machine that started it: {taken}")
     return cfg
 
 
 def with_crawl_net(cfg: CrawlConfig, crawl: CrawlConfig) -> tuple[CrawlConfig, str]:
-    """`cfg` (a machine's settings) widened to allow what `crawl`'s address rules allow: its
-    `--allow-net` ranges and `--resolve` pins (a pin of this machine's own wins for its host and
-    port); with what was taken, as options ('' when nothing)."""
-    ranges = [net for net in crawl.allow_net if net not in cfg.allow_net]
+    """A machine's settings `cfg` with the address rules of its `crawl`, which are the crawl's verdict
+    on every URL (a URL one machine refused would end gone for all): the crawl's `--allow-net`
+    ranges when the machine gave none, and its `--resolve` pins (a pin of the machine's own wins for
+    its host and port); with what was taken, as options ('' when nothing). A ConfigError when the
+    machine's own `--allow-net` leaves out a range of the crawl's."""
+    lacking = [net for net in crawl.allow_net if not _covered(net, cfg.allow_net)]
+    if cfg.allow_net and lacking:
+        raise ConfigError(f"this machine's --allow-net {' '.join(cfg.allow_net)} leaves out the crawl's "
+                          f"{' '.join(lacking)}: the URLs there it refused would end gone for the whole "
+                          "crawl; give an --allow-net that covers them, or none to take the crawl's")
     own_pins = {(pin.host.lower(), pin.port) for pin in cfg.resolve}
     pins = [pin for pin in crawl.resolve if (pin.host.lower(), pin.port) not in own_pins]
-    taken = [f"--allow-net {net}" for net in ranges] + [f"--resolve {pin.curl_form()}" for pin in pins]
-    widened = dataclasses.replace(cfg, allow_net=(*cfg.allow_net, *ranges), resolve=(*cfg.resolve, *pins))
+    taken = [f"--allow-net {net}" for net in lacking] + [f"--resolve {pin.curl_form()}" for pin in pins]
+    widened = dataclasses.replace(cfg, allow_net=(*cfg.allow_net, *lacking), resolve=(*cfg.resolve, *pins))
     return widened, ", ".join(taken)
+
+
+def _covered(net: str, ranges: Collection[str]) -> bool:
+    inner = ipaddress.ip_network(net, strict=False)
+    outers = (ipaddress.ip_network(outer, strict=False) for outer in ranges)
+    return any(inner.version == outer.version and inner.subnet_of(outer) for outer in outers)  # type: ignore[arg-type]
 
 
 def check_before_creating(cfg: CrawlConfig) -> None:
