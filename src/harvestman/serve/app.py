@@ -17,6 +17,7 @@ from harvestman.serve.api import Services, api_router
 from harvestman.serve.auth import CSRF_COOKIE, SESSION_COOKIE, Auth, csrf_ok, new_csrf
 from harvestman.serve.crawls import CrawlBusy, CrawlManager, UnknownCrawl
 from harvestman.serve.firecrawl import Firecrawl, firecrawl_router
+from harvestman.serve.firecrawl2 import firecrawl2_router, firecrawl_errors
 from harvestman.serve.jobs import UnknownJob
 from harvestman.serve.layout import CrawlPaths
 from harvestman.serve.limits import MAX_BODY, BodyLimit
@@ -39,14 +40,17 @@ def _error(status: int, detail: str, **extra: Any) -> JSONResponse:
 def create_app(root: Path, token: str, db: str = "", *, max_body: int = MAX_BODY,
                allow_net: tuple[str, ...] = (), resolve: tuple[str, ...] = ()) -> FastAPI:
     """The application serving the crawls under `root` (kept in PostgreSQL at `db` when given);
-    the Firecrawl-shaped /v1 endpoints fetch within `allow_net` (besides public addresses)."""
+    the Firecrawl-shaped /v1 and /v2 endpoints fetch within `allow_net` (besides public addresses)."""
     auth = Auth(token)
     services = Services(CrawlManager(Path(root), db))
     app = FastAPI(title="harvestman", summary="Start, watch and search crawls.", version="1")
     app.state.services = services
     app.include_router(api_router(services, auth))
-    app.include_router(firecrawl_router(Firecrawl(services.manager, allow_net, resolve), auth))
+    firecrawl = Firecrawl(services.manager, allow_net, resolve, services.searcher, services.pages)
+    app.include_router(firecrawl_router(firecrawl, auth))
+    app.include_router(firecrawl2_router(firecrawl, auth))
     _add_error_handlers(app)
+    firecrawl_errors(app)
     _add_pages(app, auth)
     _add_metrics(app, auth, services.manager)
     if STATIC.is_dir():
