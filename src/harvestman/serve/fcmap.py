@@ -48,12 +48,15 @@ class MapEntry:
 
 class _Found:
     """The URLs found so far, first finding first, each once (without fragment, and without query
-    when the request says so), on the start URL's site only."""
+    when the request says so), on the start URL's site only. With a `search`, the map is full once
+    `limit` URLs match it (the others are listed after them)."""
 
     def __init__(self, asked: MapRequest) -> None:
         self.asked = asked
         self.host = urlsplit(asked.url).hostname or ""
+        self.words = asked.search.lower().split()
         self.entries: dict[str, MapEntry] = {}
+        self.matching = 0
 
     def key(self, url: str) -> str:
         """The URL as the map lists it; '' when it is not the site's."""
@@ -67,17 +70,33 @@ class _Found:
         return urlunsplit((parts.scheme, parts.netloc, parts.path or "/",
                            "" if self.asked.ignore_query else parts.query, ""))
 
+    def hits(self, entry: MapEntry | None) -> int:
+        """How many of the search's words the entry holds."""
+        if entry is None:
+            return 0
+        text = f"{entry.url} {entry.title} {entry.description}".lower()
+        return sum(word in text for word in self.words)
+
     def add(self, url: str, title: str = "", description: str = "") -> str:
         key = self.key(url)
         if key:
             old = self.entries.get(key)
             if old is None or (title and not old.title) or (description and not old.description):
-                self.entries[key] = MapEntry(key, title or (old.title if old else ""),
-                                             description or (old.description if old else ""))
+                new = MapEntry(key, title or (old.title if old else ""),
+                               description or (old.description if old else ""))
+                self.entries[key] = new
+                self.matching += (self.hits(new) > 0) - (self.hits(old) > 0)
         return key
 
     def full(self) -> bool:
-        return len(self.entries) >= self.asked.limit
+        return (self.matching if self.words else len(self.entries)) >= self.asked.limit
+
+    def listed(self) -> list[MapEntry]:
+        """The map: those holding most of the search's words first, `limit` at most."""
+        entries = list(self.entries.values())
+        if self.words:
+            entries.sort(key=lambda e: -self.hits(e))  # stable: the others keep their order, after
+        return entries[: self.asked.limit]
 
 
 class SiteMapper:
@@ -100,16 +119,7 @@ class SiteMapper:
             for url, title in self._crawled(found, deadline):
                 found.add(url, title)
             self._discover(found, deadline)
-        entries = list(found.entries.values())
-        if asked.search:
-            words = asked.search.lower().split()
-
-            def hits(entry: MapEntry) -> int:
-                text = f"{entry.url} {entry.title} {entry.description}".lower()
-                return sum(word in text for word in words)
-
-            entries.sort(key=lambda e: -hits(e))  # stable: the others keep their order, after
-        return entries[: asked.limit]
+        return found.listed()
 
     def _fetch(self, urls: list[str], deadline: float) -> Iterator[FetchResult]:
         left = deadline - time.monotonic()

@@ -158,8 +158,9 @@ class Firecrawl:
         return {"success": True, "id": crawl_id, "url": f"{where}{crawl_id}",
                 "invalidURLs": list(asked.invalid), **warning(asked.options.warnings)}
 
-    def job_status(self, crawl_id: str, skip: int, next_url: Callable[[int], str]) -> dict[str, Any]:
-        """A crawl's (or batch's) status and a page of its documents from `skip` on; `next_url(n)`
+    def job_status(self, crawl_id: str, skip: int, next_url: Callable[[int], str],
+                   page_size: int = PAGE_SIZE) -> dict[str, Any]:
+        """A crawl's (or batch's) status and `page_size` of its documents from `skip` on; `next_url(n)`
         names the page from n on. `total` counts what the crawl will have fetched when it ends
         (within its `limit`), `completed` the documents stored."""
         info = self.manager.info(crawl_id)
@@ -178,7 +179,7 @@ class Firecrawl:
         known = sum(counts.values()) if running else len(found) + counts.get(UrlState.GONE, 0)
         limit = int(kept.get("limit") or info.settings.get("max_pages") or 0)
         total = max(len(found), min(known, limit) if limit else known)
-        shown = found[skip:skip + PAGE_SIZE]
+        shown = found[skip:skip + min(page_size, PAGE_SIZE)]
         options = stored_scrape_options(kept.get("scrapeOptions", {}))
         out: dict[str, Any] = {
             "success": True,

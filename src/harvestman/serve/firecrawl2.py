@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException
 from harvestman.serve.auth import Auth
 from harvestman.serve.fcshapes import failure, map_request, scrape_options, scrape_url
 from harvestman.serve.fcshapes2 import EXTRACT_REFUSED, batch_request, search_request
-from harvestman.serve.firecrawl import Firecrawl, answered, posted
+from harvestman.serve.firecrawl import PAGE_SIZE, Firecrawl, answered, posted
 
 FIRECRAWL_PREFIXES = ("/v1/", "/v2/")
 # An HTTP status as Firecrawl's error code, for the errors FastAPI raises itself.
@@ -66,10 +66,11 @@ def _job_routes(router: APIRouter, work: Firecrawl, kind: str) -> None:
     """Status (with `next` relative to the server), cancel and errors of a crawl or a batch scrape."""
 
     @router.get(f"/{kind}/{{job_id}}", name=f"{kind} status")
-    def status(job_id: str, skip: int = 0) -> JSONResponse:
-        if skip < 0:
-            return JSONResponse(failure("skip: must be 0 or more"), status_code=400)
-        return answered(work.job_status, job_id, skip, lambda n: f"/v2/{kind}/{job_id}?skip={n}")
+    def status(job_id: str, skip: int = 0, limit: int = PAGE_SIZE) -> JSONResponse:
+        if skip < 0 or limit < 1:
+            return JSONResponse(failure("skip: 0 or more; limit: 1 or more"), status_code=400)
+        more = f"&limit={limit}" if limit != PAGE_SIZE else ""
+        return answered(work.job_status, job_id, skip, lambda n: f"/v2/{kind}/{job_id}?skip={n}{more}", limit)
 
     @router.delete(f"/{kind}/{{job_id}}", name=f"{kind} cancel")
     def cancel(job_id: str) -> JSONResponse:
