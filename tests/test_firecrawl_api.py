@@ -271,6 +271,11 @@ def test_v2_refusals_are_errors_the_client_raises(fc: Any, server: ServeProcess,
         reply = server.call("GET", path)
         assert reply.status == 404 and reply.json()["success"] is False, path
         assert reply.json()["code"] == "NOT_FOUND" and reply.json()["error"]
+    too_large = server.call("POST", "/v2/scrape", raw=b" " * (1024 * 1024 + 1),
+                            headers={"Content-Type": "application/json"})
+    assert too_large.status == 413 and too_large.json()["code"] == "PAYLOAD_TOO_LARGE"
+    not_json = server.call("POST", "/v2/crawl", raw=b"{", headers={"Content-Type": "application/json"})
+    assert not_json.status == 400 and "JSON" in not_json.json()["error"]
     unauthorized = server.call("POST", "/v2/scrape", {"url": f"{site.base}/"}, auth=False)
     assert unauthorized.status == 401 and unauthorized.json()["code"] == "UNAUTHORIZED"
     assert server.call("GET", "/api/nope").json() == {"detail": "Not Found"}  # /api keeps its own shape

@@ -46,6 +46,7 @@ _MAP = frozenset({"url", "search", "ignoreSitemap", "sitemapOnly", "sitemap", "i
 MAP_TIMEOUT = 30.0  # seconds a map takes at most when the request names no `timeout`
 
 
+FIRECRAWL_PREFIXES = ("/v1/", "/v2/")  # the paths answered in Firecrawl's shapes, errors included
 _ANY_AUTHORITY = r"^[a-z][a-z0-9+.-]*://[^/?#]*"  # a URL's scheme and authority, in a URL regex
 
 

@@ -16,11 +16,10 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
 from harvestman.serve.auth import Auth
-from harvestman.serve.fcshapes import failure, map_request, scrape_options, scrape_url
+from harvestman.serve.fcshapes import FIRECRAWL_PREFIXES, failure, map_request, scrape_options, scrape_url
 from harvestman.serve.fcshapes2 import EXTRACT_REFUSED, batch_request, search_request
 from harvestman.serve.firecrawl import PAGE_SIZE, Firecrawl, answered, posted
 
-FIRECRAWL_PREFIXES = ("/v1/", "/v2/")
 # An HTTP status as Firecrawl's error code, for the errors FastAPI raises itself.
 _CODES = {400: "BAD_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND",
           405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE", 422: "BAD_REQUEST"}
