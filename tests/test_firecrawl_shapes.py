@@ -1,5 +1,5 @@
-"""Firecrawl's v1 and v2 request shapes translated to harvestman's settings (serve/fcshapes.py,
-serve/fcshapes2.py), without a server."""
+"""Firecrawl's v1 and v2 request shapes translated to harvestman's settings (serve/fcshapes.py),
+without a server."""
 
 from __future__ import annotations
 
@@ -11,13 +11,14 @@ from harvestman.model.config import config_from_mapping
 from harvestman.policy.scope import Scope
 from harvestman.serve.fcshapes import (
     ShapeError,
+    batch_request,
     crawl_request,
     crawl_status,
     expires_at,
     map_request,
     scrape_options,
+    search_request,
 )
-from harvestman.serve.fcshapes2 import batch_request, search_request
 
 START = "http://site.test/docs/guide/index.html"
 

@@ -1,5 +1,6 @@
-"""Firecrawl's request and response shapes, translated to and from harvestman's own (no I/O): those
-v1 and v2 share, and v1's own (v2's own: serve/fcshapes2.py).
+"""Firecrawl's request and response shapes, v1's and v2's, translated to and from harvestman's own
+(no I/O): v2's scrape, crawl, map, documents and errors are v1's with v2's names, read by the same
+functions; v2's batch scrapes and search are its own (at the end).
 
 `serve/firecrawl.py` serves them at /v1/... and /v2/... so that clients written for Firecrawl (its
 Python client's `Firecrawl` and `V1FirecrawlApp`, LangChain's and LlamaIndex's loaders) work against
@@ -214,9 +215,13 @@ def scrape_options(body: Any, *, keys: frozenset[str] = _SCRAPE) -> ScrapeOption
                          warnings=tuple(warnings))
 
 
+_STORED = frozenset({"formats", "onlyMainContent", "removeBase64Images"})
+
+
 def stored_scrape_options(kept: Mapping[str, Any]) -> ScrapeOptions:
-    """The options a crawl's documents are made with, from `ScrapeOptions.as_json`."""
-    return scrape_options(kept, keys=frozenset({"formats", "onlyMainContent", "removeBase64Images"}))
+    """The options a crawl's documents are made with, from `ScrapeOptions.as_json` (what else an
+    older server kept there is passed over)."""
+    return scrape_options({k: v for k, v in kept.items() if k in _STORED}, keys=_STORED)
 
 
 def scrape_url(body: Any) -> str:
@@ -433,3 +438,97 @@ def failure(message: str, code: str = "BAD_REQUEST") -> dict[str, Any]:
 def warning(warnings: tuple[str, ...] | list[str]) -> dict[str, str]:
     """The `warning` of an answer, when there is something to say."""
     return {"warning": "; ".join(warnings)} if warnings else {}
+
+
+# ---- v2's own: batch scrapes and search
+
+BATCH_MAX = 10_000  # URLs in one batch scrape (the server's seed limit)
+SEARCH_LIMIT, SEARCH_LIMIT_MAX = 5, 100  # Firecrawl's default and largest `limit` of /v2/search
+SEARCH_WARNING = ("harvestman searches its own full-text index of the pages this server has crawled, "
+                  "not the web")
+EXTRACT_REFUSED = ("/v2/extract asks a language model to fill a schema: harvestman runs none "
+                   "(scrape the pages and extract them yourself)")
+_BATCH = _PAGE | {"urls", "webhook", "appendToId", "ignoreInvalidURLs", "maxConcurrency"}
+_SEARCH = frozenset({"query", "limit", "sources", "categories", "tbs", "filter", "lang", "country",
+                     "location", "timeout", "ignoreInvalidURLs", "scrapeOptions"})
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRequest:
+    """A checked /v2/batch/scrape request: the URLs to fetch (as a crawl that follows no links), those
+    refused as not http(s), harvestman's settings and the options of each document."""
+
+    urls: tuple[str, ...]
+    invalid: tuple[str, ...]
+    settings: dict[str, Any]
+    options: ScrapeOptions
+
+
+def batch_request(body: Any) -> BatchRequest:
+    """A /v2/batch/scrape request as a harvestman crawl of its URLs alone."""
+    body = _object(body)
+    _check_keys(body, _BATCH)
+    if body.get("webhook"):
+        raise ShapeError("webhook: not supported by harvestman (poll the batch's status)")
+    if body.get("appendToId"):
+        raise _refused("appendToId", "start a new batch scrape")
+    urls = body.get("urls")
+    if not isinstance(urls, list) or not urls or len(urls) > BATCH_MAX:
+        raise ShapeError(f"urls: a list of 1 to {BATCH_MAX} URLs")
+    valid: list[str] = []
+    invalid: list[str] = []
+    for item in urls:
+        try:
+            valid.append(_url({"url": item}))
+        except ShapeError:
+            invalid.append(str(item))
+    if invalid and not _flag(body, "ignoreInvalidURLs", True):
+        raise ShapeError(f"urls: not http(s) URLs: {', '.join(invalid[:5])}")
+    if not valid:
+        raise ShapeError("urls: no valid http(s) URL")
+    options = scrape_options({k: v for k, v in body.items() if k in _PAGE}, keys=_PAGE)
+    settings: dict[str, Any] = {"follow_links": False, "sitemaps": "off", "scope": "any",
+                                **options.fetch_settings()}
+    if "maxConcurrency" in body:
+        settings["concurrency"] = _count(body, "maxConcurrency", 1)
+    return BatchRequest(tuple(dict.fromkeys(valid)), tuple(invalid), settings, options)
+
+
+@dataclass(frozen=True, slots=True)
+class SearchRequest:
+    """A checked /v2/search request; `options` when each hit is to come with its document."""
+
+    query: str
+    limit: int
+    timeout: float | None  # seconds
+    options: ScrapeOptions | None
+    warnings: tuple[str, ...]
+
+
+def search_request(body: Any) -> SearchRequest:
+    """A /v2/search request over the server's own index (web results only)."""
+    body = _object(body)
+    _check_keys(body, _SEARCH)
+    query = body.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise ShapeError("query: a non-empty string")
+    for item in body.get("sources", ["web"]):
+        name = _format_name(item)
+        if name != "web":
+            raise _refused(f"sources: {name}", "only the web pages of its own index are searched")
+    for name in ("tbs", "country", "location", "categories", "filter"):
+        if body.get(name):
+            raise _refused(name, "its own index has no such filter")
+    warnings = [SEARCH_WARNING]
+    if body.get("lang"):
+        warnings.append("lang: pages of every language are searched")
+    options = None
+    page_options = body.get("scrapeOptions", {})
+    if isinstance(page_options, Mapping) and page_options.get("formats"):
+        options = scrape_options(page_options, keys=_PAGE)
+        warnings += options.warnings
+    elif page_options:
+        scrape_options({**_object(page_options), "formats": ["markdown"]}, keys=_PAGE)  # checked all the same
+    return SearchRequest(query.strip(), _count(body, "limit", SEARCH_LIMIT, most=SEARCH_LIMIT_MAX),
+                         _milliseconds(body, "timeout"), options, tuple(warnings))
+

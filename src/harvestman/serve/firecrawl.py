@@ -28,12 +28,15 @@ from harvestman.index.pages import html_text
 from harvestman.model.errors import ConfigError, HarvestmanError, QueryError
 from harvestman.model.records import FetchResult, UrlState
 from harvestman.serve.auth import Auth
-from harvestman.serve.crawls import RUNNING_STATES, CrawlManager, UnknownCrawl
+from harvestman.serve.crawls import RUNNING_STATES, CrawlInfo, CrawlManager, UnknownCrawl
 from harvestman.serve.fcmap import SiteMapper
 from harvestman.serve.fcshapes import (
+    BatchRequest,
+    CrawlRequest,
     MapRequest,
     PageSource,
     ScrapeOptions,
+    SearchRequest,
     ShapeError,
     crawl_request,
     crawl_status,
@@ -47,11 +50,11 @@ from harvestman.serve.fcshapes import (
     stored_scrape_options,
     warning,
 )
-from harvestman.serve.fcshapes2 import BatchRequest, SearchRequest
 from harvestman.serve.pages import PageNotFound, WarcLookup
 from harvestman.serve.search import Searcher
 from harvestman.serve.settings import check_settings
 from harvestman.serve.status import open_db
+from harvestman.store.frontier import CrawlDb
 from harvestman.store.warc_read import read_response, stored_responses
 
 PAGE_SIZE = 100  # documents in one crawl status answer; `next` points at the rest
@@ -144,9 +147,8 @@ class Firecrawl:
         (self.manager.paths(crawl_id).folder / JOB_FILE).write_text(json.dumps(kept))
         return crawl_id
 
-    def start_crawl(self, body: Any, where: str) -> dict[str, Any]:
+    def start_crawl(self, asked: CrawlRequest, where: str) -> dict[str, Any]:
         """POST /v1/crawl, /v2/crawl: a harvestman crawl of the URL, its id and `where` + id."""
-        asked = crawl_request(body)
         crawl_id = self._start([asked.url], asked.settings, asked.options, asked.settings["max_pages"],
                                asked.warnings)
         return {"success": True, "id": crawl_id, "url": f"{where}{crawl_id}", **warning(asked.warnings)}
@@ -180,7 +182,7 @@ class Firecrawl:
         limit = int(kept.get("limit") or info.settings.get("max_pages") or 0)
         total = max(len(found), min(known, limit) if limit else known)
         shown = found[skip:skip + min(page_size, PAGE_SIZE)]
-        options = stored_scrape_options(kept.get("scrapeOptions", {}))
+        options = stored_scrape_options(kept.get("scrapeOptions", kept))
         out: dict[str, Any] = {
             "success": True,
             "status": crawl_status(info.state),
@@ -244,8 +246,10 @@ class Firecrawl:
                 break
             try:
                 info = self.manager.info(crawl_id)
-                if _db_or_none(info) is None:
+                db = _db_or_none(info)
+                if db is None:  # nothing fetched yet
                     continue
+                db.close()
                 found = self.searcher.search(info, asked.query, asked.limit)
             except QueryError:
                 raise
@@ -276,7 +280,8 @@ class Firecrawl:
         return document(source, options)
 
 
-def _db_or_none(info: Any) -> Any:
+def _db_or_none(info: CrawlInfo) -> CrawlDb | None:
+    """The crawl's database opened for reading; None before the crawl has made it."""
     try:
         return open_db(info)
     except HarvestmanError:  # the crawl is making its database: nothing counted yet
@@ -323,7 +328,7 @@ def firecrawl_router(work: Firecrawl, auth: Auth) -> APIRouter:
 
     @router.post("/crawl")
     async def start_crawl(request: Request) -> JSONResponse:
-        return await posted(request, lambda body: body, work.start_crawl, f"{request.base_url}v1/crawl/")
+        return await posted(request, crawl_request, work.start_crawl, f"{request.base_url}v1/crawl/")
 
     @router.get("/crawl/{crawl_id}")
     def crawl_status_route(crawl_id: str, request: Request, skip: int = 0) -> JSONResponse:

@@ -16,13 +16,22 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 
 from harvestman.serve.auth import Auth
-from harvestman.serve.fcshapes import FIRECRAWL_PREFIXES, failure, map_request, scrape_options, scrape_url
-from harvestman.serve.fcshapes2 import EXTRACT_REFUSED, batch_request, search_request
+from harvestman.serve.fcshapes import (
+    EXTRACT_REFUSED,
+    FIRECRAWL_PREFIXES,
+    batch_request,
+    crawl_request,
+    failure,
+    map_request,
+    scrape_options,
+    scrape_url,
+    search_request,
+)
 from harvestman.serve.firecrawl import PAGE_SIZE, Firecrawl, answered, posted
 
 # An HTTP status as Firecrawl's error code, for the errors FastAPI raises itself.
 _CODES = {400: "BAD_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND",
-          405: "METHOD_NOT_ALLOWED", 413: "PAYLOAD_TOO_LARGE", 422: "BAD_REQUEST"}
+          405: "METHOD_NOT_ALLOWED"}
 
 
 def firecrawl2_router(work: Firecrawl, auth: Auth) -> APIRouter:
@@ -36,7 +45,7 @@ def firecrawl2_router(work: Firecrawl, auth: Auth) -> APIRouter:
 
     @router.post("/crawl")
     async def start_crawl(request: Request) -> JSONResponse:
-        return await posted(request, lambda body: body, work.start_crawl, f"{request.base_url}v2/crawl/")
+        return await posted(request, crawl_request, work.start_crawl, f"{request.base_url}v2/crawl/")
 
     @router.post("/batch/scrape")
     async def start_batch(request: Request) -> JSONResponse:
