@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.support.nginx import NginxServer, free_port, require_nginx
-from tests.support.serveproc import TOKEN, ServeProcess
+from tests.support.serveproc import TOKEN, ServeProcess, wait_for
 
 pytest.importorskip("fastapi")
 firecrawl = pytest.importorskip("firecrawl")
@@ -279,3 +279,22 @@ def test_v2_refusals_are_errors_the_client_raises(fc: Any, server: ServeProcess,
     unauthorized = server.call("POST", "/v2/scrape", {"url": f"{site.base}/"}, auth=False)
     assert unauthorized.status == 401 and unauthorized.json()["code"] == "UNAUTHORIZED"
     assert server.call("GET", "/api/nope").json() == {"detail": "Not Found"}  # /api keeps its own shape
+
+
+def test_v2_routes_that_fetch_stay_within_the_servers_network_rules(fc: Any, site: Site) -> None:
+    # OTHER is a loopback address the server was not allowed: scrape, map, crawl and batch scrape are
+    # each refused it, and its nginx never sees a request.
+    other = f"http://{OTHER}:{site.port}/index.html"
+    errors = firecrawl.v2.utils.error_handler
+    with pytest.raises(errors.WebsiteNotSupportedError, match="blocked"):
+        fc.scrape(other)
+    with pytest.raises(errors.BadRequestError, match="blocked"):
+        fc.map(other)
+    crawled = fc.crawl(other, limit=5, poll_interval=1, timeout=60)
+    batch_id = fc.start_batch_scrape([other]).id
+    batch = wait_for(lambda: (job := fc.get_batch_scrape_status(batch_id)).status != "scraping" and job,
+                     60, "the batch scrape to end", every=0.5)
+    for job in (crawled, batch):
+        assert job.status in ("completed", "failed") and job.data == []
+    assert [e.code for e in fc.get_batch_scrape_errors(batch_id).errors] == ["blocked_address"]
+    assert not [e for e in site.nginx.requests() if e.server_addr == OTHER]
