@@ -94,6 +94,7 @@ def test_the_request_never_says_what_the_server_may_reach() -> None:
     ({"url": START, "includePaths": ["("]}, "regex"),
     ({"url": START, "delay": -1}, "delay"),
     ({"url": START, "scrapeOptions": {"formats": [{"type": "json"}]}}, "json"),
+    ({"url": START, "scrapeOptions": {"formats": "markdown"}}, "formats"),
     ({"url": START, "actions": []}, "actions"),
     ({"url": START, "ignoreRobotsTxt": True}, "robots.txt"),
     ({"url": START, "zeroDataRetention": True}, "zeroDataRetention"),
@@ -147,7 +148,7 @@ def test_v2_batch_and_search_requests() -> None:
     assert search_request({"query": "x"}).options is None
     for body, said in [({"query": "x", "sources": ["news"]}, "news"), ({"query": "x", "tbs": "qdr:d"}, "tbs"),
                        ({"query": "x", "country": "de"}, "country"), ({"query": ""}, "query"),
-                       ({"query": "x", "limit": 101}, "limit")]:
+                       ({"query": "x", "limit": 101}, "limit"), ({"query": "x", "sources": 5}, "sources")]:
         with pytest.raises(ShapeError, match=said):
             search_request(body)
     v2map = map_request({"url": START, "sitemap": "only", "timeout": 2000}, subdomains=True,

@@ -180,9 +180,10 @@ def scrape_options(body: Any, *, keys: frozenset[str] = _SCRAPE) -> ScrapeOption
     body = _object(body)
     _check_keys(body, keys)
     warnings = _shared_options(body)
-    formats = [_format_name(f) for f in body.get("formats", list(DEFAULT_FORMATS))]
-    if not formats:
+    formats = body.get("formats", list(DEFAULT_FORMATS))
+    if not isinstance(formats, list) or not formats:
         raise ShapeError("formats: a non-empty list of formats")
+    formats = [_format_name(f) for f in formats]
     for name in formats:
         if not isinstance(name, str) or name not in FORMATS:
             raise ShapeError(f"formats: {name!r} is not supported by harvestman "
@@ -512,7 +513,10 @@ def search_request(body: Any) -> SearchRequest:
     query = body.get("query")
     if not isinstance(query, str) or not query.strip():
         raise ShapeError("query: a non-empty string")
-    for item in body.get("sources", ["web"]):
+    sources = body.get("sources", ["web"])
+    if not isinstance(sources, list):
+        raise ShapeError("sources: a list of sources")
+    for item in sources:
         name = _format_name(item)
         if name != "web":
             raise _refused(f"sources: {name}", "only the web pages of its own index are searched")

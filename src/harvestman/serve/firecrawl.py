@@ -308,13 +308,13 @@ def _stored_page(path: Path, offset: int) -> PageSource:
 
 async def posted(request: Request, parse: Callable[[Any], Any], call: Callable[..., Any],
                  *args: Any) -> JSONResponse:
-    """A POST route's work: the body read and checked by `parse`, then `call(parsed, *args)` off the
+    """A POST route's work: the body read and checked by `parse`, then `call(parsed, *args)`, off the
     event loop (it fetches, or reads files)."""
     try:
-        asked = parse(await request_json(request))
+        body = await request_json(request)
     except HarvestmanError as exc:
         return failed(exc)
-    return await run_in_threadpool(answered, call, asked, *args)
+    return await run_in_threadpool(answered, lambda: call(parse(body), *args))
 
 
 def firecrawl_router(work: Firecrawl, auth: Auth) -> APIRouter:
