@@ -204,6 +204,13 @@ def v2_crawl(fc: Any, site: Site) -> Any:
                     scrape_options=firecrawl.v2.types.ScrapeOptions(formats=["markdown", "links"]))
 
 
+@pytest.fixture(scope="module")
+def v2_batch(fc: Any, site: Site) -> Any:
+    """One v2 batch scrape, waited for: a page and the orphan only the sitemap lists."""
+    return fc.batch_scrape([f"{site.base}/docs/b.html", f"{site.base}/orphan.html"], formats=["markdown"],
+                           poll_interval=1, wait_timeout=60)
+
+
 def test_v2_scrape(fc: Any, site: Site) -> None:
     doc = fc.scrape(f"{site.base}/docs/a.html", formats=["markdown", "html", "links"])
     assert "# Page A" in doc.markdown and "tracker" not in doc.html
@@ -230,7 +237,7 @@ def test_v2_crawl_waits_and_keeps_to_its_limit(
     assert fc.cancel_crawl(v2_crawl.id) is False  # it has ended: nothing to cancel
 
 
-def test_v2_map_finds_the_site_not_just_the_start_page(fc: Any, site: Site) -> None:
+def test_v2_map_finds_the_site_not_just_the_start_page(fc: Any, v2_batch: Any, site: Site) -> None:
     found = fc.map(f"{site.base}/docs/index.html")
     by_url = {link.url: link for link in found.links}
     assert f"{site.base}/orphan.html" in by_url  # its sitemap
@@ -241,14 +248,16 @@ def test_v2_map_finds_the_site_not_just_the_start_page(fc: Any, site: Site) -> N
     searched = fc.map(f"{site.base}/docs/index.html", search="post", limit=2)
     assert searched.links[0].url == f"{site.base}/blog/post.html"
     assert len(searched.links) == 2
+    # Without its sitemap, the orphan is known from the pages this server fetched (the batch).
+    unlisted = fc.map(f"{site.base}/docs/index.html", sitemap="skip")
+    assert f"{site.base}/orphan.html" in {link.url for link in unlisted.links}
 
 
-def test_v2_batch_scrape(fc: Any, site: Site) -> None:
-    urls = [f"{site.base}/docs/b.html", f"{site.base}/orphan.html"]
-    job = fc.batch_scrape(urls, formats=["markdown"], poll_interval=1, wait_timeout=60)
-    assert job.status == "completed" and job.completed == job.total == 2
-    assert {d.metadata.source_url for d in job.data} == set(urls)  # those alone: no link followed
-    assert all(d.markdown.startswith("# ") for d in job.data)
+def test_v2_batch_scrape(v2_batch: Any, site: Site) -> None:
+    assert v2_batch.status == "completed" and v2_batch.completed == v2_batch.total == 2
+    urls = {f"{site.base}/docs/b.html", f"{site.base}/orphan.html"}
+    assert {d.metadata.source_url for d in v2_batch.data} == urls  # those alone: no link followed
+    assert all(d.markdown.startswith("# ") for d in v2_batch.data)
 
 
 def test_v2_search_over_the_servers_own_index(fc: Any, v2_crawl: Any, site: Site) -> None:
