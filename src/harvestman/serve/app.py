@@ -19,6 +19,7 @@ from harvestman.serve.auth import CSRF_COOKIE, SESSION_COOKIE, Auth, csrf_ok, ne
 from harvestman.serve.ceiling import CeilingError, NetCeiling
 from harvestman.serve.crawls import CrawlBusy, CrawlManager, UnknownCrawl
 from harvestman.serve.firecrawl import Firecrawl, firecrawl_router
+from harvestman.serve.firecrawl2 import firecrawl2_router, firecrawl_errors
 from harvestman.serve.jobs import UnknownJob
 from harvestman.serve.layout import CrawlPaths
 from harvestman.serve.limits import MAX_BODY, BodyLimit
@@ -41,7 +42,8 @@ def _error(status: int, detail: str, **extra: Any) -> JSONResponse:
 def create_app(root: Path, token: str, db: str = "", *, max_body: int = MAX_BODY,
                ceiling: NetCeiling | None = None) -> FastAPI:
     """The application serving the crawls under `root` (kept in PostgreSQL at `db` when given);
-    everything it fetches for a client (crawls, steps, /v1) keeps within `ceiling`."""
+    everything it fetches for a client (crawls, steps, the Firecrawl-shaped /v1 and /v2) keeps within
+    `ceiling`."""
     auth = Auth(token)
     services = Services(CrawlManager(Path(root), db, ceiling))
     # The API's description is behind the token too (it is added below with the auth dependency).
@@ -49,9 +51,12 @@ def create_app(root: Path, token: str, db: str = "", *, max_body: int = MAX_BODY
                   docs_url=None, redoc_url=None, openapi_url=None)
     app.state.services = services
     app.include_router(api_router(services, auth))
-    app.include_router(firecrawl_router(Firecrawl(services.manager), auth))
+    firecrawl = Firecrawl(services.manager, services.searcher, services.pages)
+    app.include_router(firecrawl_router(firecrawl, auth))
+    app.include_router(firecrawl2_router(firecrawl, auth))
     _add_docs(app, auth)
     _add_error_handlers(app)
+    firecrawl_errors(app)
     _add_pages(app, auth)
     _add_metrics(app, auth, services.manager)
     if STATIC.is_dir():
