@@ -19,12 +19,14 @@ from harvestman.launch.run import check_crawl_order, resumed_config, run_crawl, 
 from harvestman.model.config import CrawlConfig, config_from_mapping
 from harvestman.model.errors import (
     EXIT_CLOSED_OUTPUT,
+    EXIT_DATABASE,
     EXIT_FAILED,
     EXIT_IO,
     EXIT_OK,
     EXIT_USAGE,
     ConfigError,
     CrawlExistsError,
+    DatabaseUnavailable,
     HarvestmanError,
     OutputClosed,
     StorageError,
@@ -276,6 +278,9 @@ def _main(argv: Sequence[str] | None) -> int:
     except StorageError as exc:
         print(f"harvestman: error: {exc}", file=sys.stderr)
         return EXIT_IO
+    except DatabaseUnavailable as exc:
+        print(f"harvestman: error: {exc}", file=sys.stderr)
+        return EXIT_DATABASE
     except HarvestmanError as exc:
         print(f"harvestman: error: {exc}", file=sys.stderr)
         return EXIT_FAILED

@@ -144,6 +144,9 @@ SETTINGS: tuple[Setting, ...] = (
       "out again"),
     _("db", "the crawl database, DIR/crawl.db unless named: a path, sqlite:///PATH or "
       "postgresql://USER@HOST/DB", ("--db",), metavar="URL", scope="run", api=False),
+    _("db_outage_limit", "how long a lost PostgreSQL crawl database (a restart, a failover, a network "
+      "cut) is reconnected to, with back-off, before the run ends with exit status 75 (--resume "
+      "continues it)", ("--db-outage-limit",), commands=(*BOTH, "step", "worker"), scope="machine"),
     _("segment_expiry", "how long a generated segment holds its URLs unless updatedb merges it "
       "first (Nutch's crawl.gen.delay)", ("--segment-expiry",), commands=("step",)),
     # ---- fetch
