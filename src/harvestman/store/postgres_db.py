@@ -205,7 +205,7 @@ class PostgresDb:
         cur = conn.execute("BEGIN; SELECT txid_current()")  # no parameters: one simple query
         cur.nextset()
         row = cur.fetchone()
-        txid = int(row[0]) if row else 0
+        txid, pid = int(row[0]) if row else 0, conn.info.backend_pid  # (not known once it is closed)
         try:
             result = work(conn)
         except BaseException:
@@ -214,12 +214,16 @@ class PostgresDb:
                     conn.execute("ROLLBACK")
             raise
         try:
-            conn.execute("COMMIT")
+            self._commit(conn)
         except psycopg.Error as exc:
             if connection_lost(exc, conn):
-                unanswered.append((txid, conn.info.backend_pid, result))
+                unanswered.append((txid, pid, result))
             raise
         return result
+
+    def _commit(self, conn: psycopg.Connection[Any]) -> None:
+        """COMMIT (a method of its own: tests lose the connection here)."""
+        conn.execute("COMMIT")
 
     def _committed(self, conn: psycopg.Connection[Any], txid: int, pid: int) -> bool:
         """Whether transaction `txid` of the lost backend `pid` committed. One still in progress
