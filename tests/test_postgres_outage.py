@@ -157,7 +157,7 @@ def test_postgres_away_too_long_ends_the_run_and_resume_completes(tmp_path: Path
             own_postgres.launch()
         before = len(_pages(nginx.requests()))
         resumed = subprocess.run(harvestman_cmd("crawl", "--db", url, "--out", str(folders[0]), "--resume",
-                                                "-q"),
+                                                "-q", "--concurrency", str(PER_HOST * len(HOSTS))),
                                  capture_output=True, text=True, timeout=RUN_TIMEOUT, check=False)
         pages = _pages(nginx.requests())
 

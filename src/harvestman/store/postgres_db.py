@@ -169,7 +169,7 @@ class PostgresDb:
                         self._conn = conn = psycopg.connect(self.url, autocommit=True, options=self._options)
                     result = work(conn)
                     if self._lost_at:
-                        log.warning("crawl database %s: back after %.1f s", self.name,
+                        log.warning("harvestman: crawl database %s: back after %.1f s", self.name,
                                     time.monotonic() - self._lost_at)
                         self._lost_at = 0.0
                     return result
@@ -185,8 +185,8 @@ class PostgresDb:
                 now = time.monotonic()
                 if not self._lost_at:
                     self._lost_at = now
-                    log.warning("crawl database %s: connection lost (%s); trying again for up to %g s",
-                                self.name, cause, self.outage_limit)
+                    log.warning("harvestman: crawl database %s: connection lost (%s); trying again for "
+                                "up to %g s", self.name, cause, self.outage_limit)
                 away = now - self._lost_at
                 if away >= self.outage_limit:
                     raise DatabaseUnavailable(
