@@ -108,8 +108,8 @@ class WorkerReport:
     counts: CrawlCounts
     finished: bool = False
     error: str = ""  # why the worker could not go on (a full disk, say)
-    database_lost: bool = False  # ... because the crawl database was away too long (DatabaseUnavailable)
     output_closed: bool = False  # it stopped because standard output was closed (`--log-json | head`)
+    database_lost: bool = False  # it stopped because the crawl database was away too long
 
 
 def _report(index: int, stats: CrawlStats, *, finished: bool = False, error: str = "",
