@@ -23,6 +23,7 @@ from harvestman.store.linkcodec import decode_links
 try:
     import psycopg
     from psycopg import errors as pg_errors
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
 except ImportError:
     raise ConfigError(
         "a postgresql:// crawl database needs psycopg: pip install 'harvestman[postgres]'"
@@ -35,6 +36,10 @@ _WAITS = (0.05, 5.0)  # the first wait before reaching a lost database again, an
 # SQLSTATEs that say the server went away rather than that a statement failed: admin_shutdown (a
 # fast or immediate stop, a restart), crash_shutdown, cannot_connect_now (starting or stopping).
 _LOST_STATES = frozenset({"57P01", "57P02", "57P03"})
+# A network cut sends nothing: without these a statement would wait for an answer for hours (the
+# kernel's TCP keepalive) and a connection attempt for minutes. Given in the URL, the URL's win.
+_PATIENCE = {"connect_timeout": "10", "keepalives": "1", "keepalives_idle": "30",
+             "keepalives_interval": "10", "keepalives_count": "3"}
 _SCHEMA_LOCK = 0x68766D31  # advisory lock id taken while creating the schema ("hvm1")
 _COMPACT_AT = 2000  # tallies rows beyond which counts() folds them into one row each
 _BATCH = 10_000  # rows a bulk statement (see _update_batches)
@@ -89,7 +94,7 @@ class PostgresDb:
         self._lost_at = 0.0  # when the connection was lost (time.monotonic()), 0 while it is up
         try:
             # The first connection is not waited for: a wrong address is said at once.
-            self._conn = conn = psycopg.connect(url, autocommit=True, options=self._options)
+            self._conn = conn = self._connect()
         except psycopg.Error as exc:
             raise FrontierError(f"cannot open crawl database {self.name}: {exc}".strip()) from None
         try:
@@ -152,6 +157,12 @@ class PostgresDb:
         ).fetchall()
         return {str(r[0]) for r in rows}
 
+    def _connect(self) -> psycopg.Connection[Any]:
+        """A new connection to the crawl's database, in autocommit (_transaction says BEGIN)."""
+        given = conninfo_to_dict(self.url)
+        patience = {k: v for k, v in _PATIENCE.items() if k not in given}
+        return psycopg.connect(make_conninfo(self.url, options=self._options, **patience), autocommit=True)
+
     def _retrying(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
         """`work(connection)`; when the connection is lost, the same on a new one, after a wait that
         doubles each time, until the database has been away `outage_limit` seconds (then
@@ -166,7 +177,7 @@ class PostgresDb:
                 conn = self._conn
                 try:
                     if conn is None:
-                        self._conn = conn = psycopg.connect(self.url, autocommit=True, options=self._options)
+                        self._conn = conn = self._connect()
                     result = work(conn)
                     if self._lost_at:
                         log.warning("harvestman: crawl database %s: back after %.1f s", self.name,
