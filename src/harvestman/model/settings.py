@@ -146,7 +146,8 @@ SETTINGS: tuple[Setting, ...] = (
       "postgresql://USER@HOST/DB", ("--db",), metavar="URL", scope="run", api=False),
     _("db_outage_limit", "how long a lost PostgreSQL crawl database (a restart, a failover, a network "
       "cut) is reconnected to, with back-off, before the run ends with exit status 75 (--resume "
-      "continues it)", ("--db-outage-limit",), commands=(*BOTH, "step", "worker"), scope="machine"),
+      "continues it)", ("--db-outage-limit",), commands=(*BOTH, "step", "worker"), scope="machine",
+      api=False),
     _("segment_expiry", "how long a generated segment holds its URLs unless updatedb merges it "
       "first (Nutch's crawl.gen.delay)", ("--segment-expiry",), commands=("step",)),
     # ---- fetch
