@@ -88,11 +88,11 @@ def live_order(out: Path) -> list[str]:
     return [r["url"] for r in rows]
 
 
-def replay_order(full: Path, out: Path, focus: Path | None, budget: int) -> list[str]:
-    args = ["replay", str(full), "--budget", str(budget), "--out", str(out)]
-    if focus is not None:
-        args += ["--focus", str(focus)]
-    cli(*args)
+def replay_order(full: Path, out: Path, focus: Path, budget: int, *, bfs: bool = False) -> list[str]:
+    """The order `harvestman replay` fetches web B in; with `bfs`, every link followed (the focus only
+    judges: replay refuses a bfs replay of an unfocused crawl with no focus to judge it)."""
+    cli("replay", str(full), "--budget", str(budget), "--out", str(out), "--focus", str(focus),
+        *(["--bfs"] if bfs else []))
     return [json.loads(line)["url"] for line in (out / "order.jsonl").read_text().splitlines()]
 
 
@@ -182,7 +182,8 @@ def main() -> None:
             out = work / f"live-{name}"  # bfs: the unfocused crawl of web B is the live bfs
             seconds = crawl(web_b, out, args, "--focus", str(path)) if path else 0.0
             live = live_order(out if path else full_b)
-            replayed = replay_order(full_b, work / f"replay-{name}", path, total)
+            replayed = replay_order(full_b, work / f"replay-{name}", path or files["soft"], total,
+                                    bfs=path is None)
             rows[f"{name} live"] = curves(live, web_b, total)
             rows[f"{name} replay"] = curves(replayed, web_b, total)
             print(f"  {name}: live crawl {len(live)} pages in {seconds:.1f} s; replay {len(replayed)} pages")

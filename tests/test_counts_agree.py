@@ -103,8 +103,8 @@ def test_the_last_event_and_the_summary_count_alike(site: NginxServer, tmp_path:
     pytest.importorskip("uvicorn")
     from tests.support.serveproc import ServeProcess, wait_for
 
-    settings = {"allow_net": ["127.66.12.0/24"], "workers": 1}
-    with ServeProcess(tmp_path / "root") as server:
+    settings = {"workers": 1}  # the server's --allow-net is the crawl's
+    with ServeProcess(tmp_path / "root", extra=NET) as server:
         reply = server.call("POST", "/api/crawls", {"seeds": [site.url(HOST, "/")], "settings": settings})
         assert reply.status == 201, reply.body
         path = f"/api/crawls/{reply.json()['id']}"

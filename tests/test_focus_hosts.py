@@ -90,17 +90,21 @@ def test_rules_learnt_on_another_web_find_the_topic_through_hubs_and_replay_agre
     _crawl(web_b, tmp_path / "full")  # unfocused, the whole of web B: the pages the replays run over
     assert set(_fetched_in_order(tmp_path / "full")) == set(web_b.labels)
     trained = _fetched_in_order(tmp_path / "train")
-    assert trained and not set(trained) & set(web_b.labels)  # the rules never saw web B
+    # The rules never saw web B: the training crawl is web A and nothing else (the two webs' URLs differ
+    # by address range, so this alone proves little), and no text of web B is on web A.
+    assert set(trained) == set(web_a.labels)
+    assert not web_a.texts & web_b.texts
     rules = _focus_file(tmp_path, examples, "rules", tunnel=3, training=str(tmp_path / "train"))
     _crawl(web_b, tmp_path / "rules", "--focus", str(rules))
     order = _fetched_in_order(tmp_path / "rules")
     relevant = web_b.relevant(TARGET)
     half = order[:total // 2]
-    # Within half of the pages (79 pages, 15 of the target: slack for 24 others), 13 of 15 here; on
-    # 40 hosts bench/focus_curves.py measures the goal of 90% (0.95 there).
-    assert len(relevant & set(half)) >= 0.8 * len(relevant), (len(relevant & set(half)), len(relevant))
+    # The goal of 90% within half of the pages (79 pages, 13 of the target): all 13 here, the hidden
+    # site's 7 among the first 21 fetched. (04988a4 lowered this to 80% and "all but one hidden page"
+    # while changing the test web; on the web as it is now the rules reach every page, so the goal is back.)
+    assert len(relevant & set(half)) >= 0.9 * len(relevant), (len(relevant & set(half)), len(relevant))
     hidden = {url for url in relevant if url.split("/")[2].split(":")[0] in web_b.hidden}
-    assert hidden and len(hidden & set(half)) >= len(hidden) - 1  # reached through hub sites only
+    assert hidden and hidden <= set(half)  # reached through hub sites only
     saved = json.loads((tmp_path / "rules" / "focus" / "focus.json").read_text())
     assert saved["rules"]["links"] > 0  # learnt from web A's link graph
     # The same strategy replayed over web B's stored pages, offline: the same harvest.

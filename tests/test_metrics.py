@@ -168,9 +168,11 @@ def test_a_taken_metrics_port_is_refused_before_the_crawl(tmp_path: Path) -> Non
 
 
 def test_serve_answers_metrics_for_its_crawls(tmp_path: Path) -> None:
-    with served_site(tmp_path / "site", HOSTS, 10, seed=6) as spec, ServeProcess(tmp_path / "root") as server:
+    with served_site(tmp_path / "site", HOSTS, 10, seed=6) as spec, ServeProcess(
+        tmp_path / "root", extra=("--allow-net", "127.3.28.0/24")
+    ) as server:
         assert server.call("GET", "/metrics", auth=False).status == 401
-        settings = {"allow_net": ["127.0.0.0/8"], "scope": "any", "workers": 2}
+        settings = {"scope": "any", "workers": 2}
         reply = server.call("POST", "/api/crawls", {"seeds": list(spec.seeds), "settings": settings})
         assert reply.status == 201, reply.body
         crawl_id = reply.json()["id"]

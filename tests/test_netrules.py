@@ -1,6 +1,7 @@
 """The crawl's network rules over real sockets: `--only-net` (every connection, redirect hop and
 resume), `--proxy` (tinyproxy for http, a SOCKS5 server for socks5: the proxy carries every request
-and is handed the judged address, never the name) and `--header` (on pages and robots.txt).
+and is handed the judged address, never the name; squid in tests/test_proxies.py) and `--header`
+(on pages and robots.txt).
 
 The site is three hosts on loopback addresses, each a server of its own: A (the seed's, allowed by
 `--only-net`), B and C (outside it). A's front page links to all three and to a redirect into B.
@@ -220,13 +221,14 @@ def test_an_http_proxy_carries_every_request_and_is_handed_the_judged_address(
         crawl(tmp_path / "out", seed, "--allow-net", NET, "--only-net", f"{A}/32", "--proxy", proxy.url,
               "--resolve", f"site-a.test:{port}:{A}")
         seen = proxy.requests()
-    # Every request went by the proxy, as a CONNECT to the address the guard judged, never the name;
-    # B and C were refused before the proxy was asked.
-    assert seen and {method for method, _ in seen} == {"CONNECT"}
-    assert {target for _, target in seen} == {f"{A}:{port}"}
-    # Two origins, one address: the seed's name, and the IP the page's links name.
+    # Every request went by the proxy, forwarded (no CONNECT: squid's default rules tunnel to port 443
+    # only) for the address the guard judged, never the pinned name; B and C were refused before the
+    # proxy was asked. Two origins, one address: the seed's name, and the IP the page's links name.
+    assert seen and {method for method, _ in seen} == {"GET"}
+    assert sorted(seen) == sorted(("GET", f"http://{A}:{port}{p}") for p in site.seen(site.a))
     assert sorted(site.seen(site.a)) == ["/", "/a.html", "/hop", "/robots.txt", "/robots.txt"]
-    assert {h["Host"] for h in site.headers("/")} == {f"site-a.test:{port}"}
+    # The proxy writes Host from the URL it is asked for (RFC 9112 3.2.2): the address.
+    assert {h["Host"] for h in site.headers("/")} == {f"{A}:{port}"}
     assert site.seen(site.b) == [] and site.seen(site.c) == []
     found = states(export(tmp_path / "out"))
     assert found[seed] == ("fetched", "")

@@ -69,8 +69,12 @@ def test_stop_words_alone_do_not_change_the_ranking(docs: SearchIndex) -> None:
 
 def test_words_near_each_other_rank_above_the_same_words_apart(tmp_path: Path) -> None:
     filler = " ".join(f"filler{n}" for n in range(60))
+    # The near page is the longer one, so by the words alone (BM25) it ranks second, always: only the
+    # proximity credit can lift it above the page whose words lie apart (with equal lengths the two
+    # tied, and the order was a coin toss without the credit).
+    more = " ".join(f"more{n}" for n in range(40))
     near = f"<html><head><title>One</title></head><body><main><p>{filler} capture the output of a shell " \
-           f"command here {filler}</p></main></body></html>"
+           f"command here {filler} {more}</p></main></body></html>"
     apart = f"<html><head><title>Two</title></head><body><main><p>capture {filler} the output of a " \
             f"{filler} shell command here</p></main></body></html>"
     index = build(tmp_path, {"near.html": near, "apart.html": apart})

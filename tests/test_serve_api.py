@@ -8,7 +8,6 @@ import re
 import stat
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,9 @@ pytest.importorskip("fastapi")
 pytest.importorskip("uvicorn")
 
 HOSTS = ["127.3.0.1", "127.3.0.2"]
-NET = {"allow_net": ["127.0.0.0/8"], "scope": "any", "workers": 1}
+# The server's network ceiling reaches the sites' addresses; the crawls take it with no settings of theirs.
+CEILING = ("--allow-net", "127.3.0.0/16")
+NET = {"scope": "any", "workers": 1}
 API_GETS = [
     "/api/crawls",
     "/api/crawls/{id}",
@@ -59,7 +60,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
-    with ServeProcess(tmp_path_factory.mktemp("serve") / "root") as proc:
+    with ServeProcess(tmp_path_factory.mktemp("serve") / "root", extra=CEILING) as proc:
         yield proc
 
 
@@ -84,11 +85,13 @@ def _wait_state(
     return wait_for(check, timeout, f"crawl {crawl_id} to be {states}")
 
 
-def test_health_openapi_and_docs_need_no_token(server: ServeProcess) -> None:
+def test_health_needs_no_token_openapi_and_docs_do(server: ServeProcess) -> None:
     assert server.call("GET", "/health", auth=False).json() == {"ok": True}
-    paths = server.call("GET", "/openapi.json", auth=False).json()["paths"]
+    paths = server.call("GET", "/openapi.json").json()["paths"]
     assert "/api/crawls/{crawl_id}/events" in paths
-    assert server.call("GET", "/docs", auth=False).status == 200
+    assert server.call("GET", "/docs").status == 200
+    for path in ("/docs", "/openapi.json"):  # the API's description is behind the token, as the API is
+        assert server.call("GET", path, auth=False).status == 401
 
 
 def test_every_api_endpoint_wants_the_token(server: ServeProcess) -> None:
@@ -407,7 +410,7 @@ def test_stop_resume_and_delete(server: ServeProcess, slow_site: Site) -> None:
 
 def test_a_server_restart_loses_no_crawl(tmp_path: Path, slow_site: Site) -> None:
     root = tmp_path / "root"
-    first = ServeProcess(root).start()
+    first = ServeProcess(root, extra=CEILING).start()
     try:
         crawl_id = first.call(
             "POST", "/api/crawls", {"seeds": list(slow_site.spec.seeds), "settings": SLOW}
@@ -415,7 +418,7 @@ def test_a_server_restart_loses_no_crawl(tmp_path: Path, slow_site: Site) -> Non
         wait_for(lambda: first.call("GET", f"/api/crawls/{crawl_id}").json()["pages"] >= 3, 30, "some pages")
     finally:
         first.kill()  # a crash of the server, in the middle of the crawl
-    second = ServeProcess(root).start()
+    second = ServeProcess(root, extra=CEILING).start()
     try:
         listed = {c["id"]: c for c in second.call("GET", "/api/crawls").json()["crawls"]}
         assert listed[crawl_id]["state"] in ("running", "finished")
@@ -484,14 +487,13 @@ def test_a_public_address_without_a_given_token_is_refused(tmp_path: Path) -> No
 def test_stream_of_unknown_crawl_is_404(server: ServeProcess) -> None:
     assert server.call("GET", "/api/crawls/0123456789ab/events").status == 404
     assert server.call("GET", "/api/crawls/0123456789ab/urls").status == 404
-    assert time.time() > 0
 
 
 def test_crawls_kept_in_postgresql(tmp_path: Path, site: Site, postgres_server: Any) -> None:
     import psycopg
 
     admin = postgres_server.url()
-    with ServeProcess(tmp_path / "root", extra=("--db", admin)) as pg_serve:
+    with ServeProcess(tmp_path / "root", extra=("--db", admin, *CEILING)) as pg_serve:
         body = {"seeds": list(site.spec.seeds), "settings": NET}
         crawl_id = pg_serve.call("POST", "/api/crawls", body).json()["id"]
         done = _wait_state(pg_serve, crawl_id, ("finished",), 90)

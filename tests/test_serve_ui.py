@@ -108,7 +108,7 @@ def served(site: Site, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ser
     with log.open("wb") as out:
         proc = subprocess.Popen(
             harvestman_cmd("serve", "--data", str(root), "--host", SERVE_HOST, "--port", str(port),
-                           "--token", TOKEN),
+                           "--token", TOKEN, "--allow-net", "127.88.77.0/24"),
             stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
         )
     base = f"http://{SERVE_HOST}:{port}"
@@ -228,7 +228,7 @@ def _fill_start_form(page: Any, site: Site, *, max_pages: str = "100", resolve: 
     page.fill("#f-max_pages", max_pages)
     page.select_option("#f-scope", "host")
     page.locator("details.more").evaluate("d => { d.open = true; }")
-    page.fill("#f-allow_net", "127.0.0.0/8")
+    # No network settings: the crawl takes the server's --allow-net (its network ceiling).
     page.fill("#f-resolve", resolve)
     page.fill("#f-delay", delay)
 

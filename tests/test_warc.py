@@ -143,6 +143,8 @@ def test_recover_cuts_a_torn_tail(tmp_path: Path) -> None:
     assert complete_length(path) == len(whole)
     w.write(result(3, body=os.urandom(5000)), (), [])
     torn = path.read_bytes()
+    w.close()  # as a killed writer: its lock let go; its file left open, torn (below)
+    w.files[-1].unlink()
     path.write_bytes(torn[: len(whole) + (len(torn) - len(whole)) // 2])  # a kill in mid-write
     (tmp_path / f"x.warc.gz{OPEN_SUFFIX}").write_bytes(b"\x1f\x8b\x08garbage")  # nothing complete
     [fixed] = recover(tmp_path)
@@ -151,6 +153,21 @@ def test_recover_cuts_a_torn_tail(tmp_path: Path) -> None:
     assert [r[0] for r in read_all(fixed)].count("response") == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == [fixed.name]
     assert recover(tmp_path) == []
+
+
+def test_recover_leaves_a_file_being_written_alone(tmp_path: Path) -> None:
+    """Two workers with one --out: the second's start must not cut and rename the first's open file."""
+    w = WarcWriter(tmp_path)
+    w.write(result(0), (), [])
+    path = w.current_path
+    assert path is not None
+    before = path.read_bytes()
+    assert recover(tmp_path) == []
+    assert path.read_bytes() == before
+    w.write(result(1), (), [])
+    w.close()
+    [done] = w.files
+    assert [r[0] for r in read_all(done)].count("response") == 2
 
 
 def _writer_child(directory: str) -> None:

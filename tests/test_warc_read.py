@@ -40,14 +40,15 @@ def _write(directory: Path, *fetches: FetchResult, finish: bool = True) -> WarcW
 # -- the read side -------------------------------------------------------------------------------
 
 
-def test_every_warc_file_of_a_crawl_in_path_order_open_ones_on_request(tmp_path: Path) -> None:
+def test_every_warc_file_of_a_crawl_in_path_order_other_machines_and_open_ones_in(tmp_path: Path) -> None:
     _write(tmp_path / "warc", _fetch("http://a.test/", b"<p>a</p>"))
     _write(tmp_path / "segments" / "20240101" / "warc", _fetch("http://a.test/s", b"<p>s</p>"))
+    _write(tmp_path / "machines" / "b" / "warc", _fetch("http://a.test/b", b"<p>b</p>"))
     open_one = _write(tmp_path / "warc", _fetch("http://a.test/o", b"<p>o</p>"), finish=False)
-    finished = crawl_warc_files(tmp_path)
-    assert [p.relative_to(tmp_path).parts[0] for p in finished] == ["segments", "warc"]
-    assert open_one.current_path not in finished
-    assert open_one.current_path in crawl_warc_files(tmp_path, open_files=True)
+    every = crawl_warc_files(tmp_path)
+    assert [p.relative_to(tmp_path).parts[0] for p in every] == ["machines", "segments", "warc", "warc"]
+    assert open_one.current_path in every
+    assert open_one.current_path not in crawl_warc_files(tmp_path, open_files=False)
     open_one.close()
 
 
@@ -81,10 +82,10 @@ def test_a_file_being_written_is_read_up_to_its_last_whole_record(tmp_path: Path
     data = path.read_bytes()
     path.write_bytes(data[: first + 5_000])  # as if the writer were half-way through its response
     counts = ReadCounts()
-    found = [r.url for r in stored_responses(tmp_path, open_files=True, counts=counts)]
+    found = [r.url for r in stored_responses(tmp_path, counts=counts)]
     assert found == ["http://a.test/1"]
     assert counts.torn_files == 1
-    assert list(stored_responses(tmp_path)) == []  # finished files only
+    assert list(stored_responses(tmp_path, open_files=False)) == []  # finished files only
     writer.close()
 
 

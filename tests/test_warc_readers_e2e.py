@@ -66,7 +66,7 @@ def test_cdxj_export_of_a_crawl_without_warc_records_says_so(tmp_path: Path) -> 
     done = run_cli("export", str(tmp_path), "--format", "cdxj")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("0 index lines written")
-    assert "no finished WARC file" in done.stderr
+    assert "holds no WARC file" in done.stderr
 
 
 # -- the search index of a running crawl --------------------------------------------------------------

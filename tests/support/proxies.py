@@ -1,6 +1,7 @@
-"""Proxies for tests, on loopback: Debian's tinyproxy (an HTTP proxy, CONNECT tunnels) and a small
-SOCKS5 server written here (RFC 1928: no authentication, CONNECT only), and `TlsFront`, TLS ended in
-front of either, for an https:// proxy. Each records what it was
+"""Proxies for tests, on loopback: Debian's squid with Debian's default access rules (CONNECT to port
+443 only), Debian's tinyproxy (an HTTP proxy, CONNECT tunnels to any port) and a small SOCKS5 server
+written here (RFC 1928: no authentication, CONNECT only), and `TlsFront`, TLS ended in front of
+either, for an https:// proxy. Each records what it was
 asked to connect to, so a test can tell the proxy really carried the crawl's requests, and to where.
 
     with TinyProxy(tmp_path / "tinyproxy") as proxy:   # proxy.url: http://127.0.0.1:PORT
@@ -9,18 +10,24 @@ asked to connect to, so a test can tell the proxy really carried the crawl's req
     with Socks5Proxy() as proxy:                        # proxy.url: socks5://127.0.0.1:PORT
         ...
         assert proxy.requests == [("ipv4", "127.0.0.2", 8080)]
+    with Squid() as proxy:                              # proxy.url: http://127.0.0.1:PORT
+        ...
+        assert proxy.requests() == [("GET", "http://127.0.0.2:8080/", 200)]
 """
 
 from __future__ import annotations
 
 import contextlib
 import ipaddress
+import os
+import pwd
 import re
 import selectors
 import shutil
 import socket
 import ssl
 import subprocess
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -71,27 +78,16 @@ class TinyProxy:
             encoding="utf-8")
         self._process = subprocess.Popen([self.binary, "-d", "-c", str(config)],
                                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + START_TIMEOUT
-        while time.monotonic() < deadline:  # bounded: until it accepts or the deadline
-            if self._process.poll() is not None:
-                raise RuntimeError(f"tinyproxy exited with {self._process.returncode}")
-            try:
-                socket.create_connection((self.address, self.port), timeout=0.5).close()
-                return self
-            except OSError:
-                time.sleep(0.05)
-        self.stop()
-        raise RuntimeError("tinyproxy did not start")
+        try:
+            _wait_accepting(self._process, self.address, self.port, "tinyproxy")
+        except RuntimeError:
+            self.stop()
+            raise
+        return self
 
     def stop(self) -> None:
         """Stop tinyproxy."""
-        if self._process is not None and self._process.poll() is None:
-            self._process.terminate()
-            try:
-                self._process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self._process.kill()
-                self._process.wait(timeout=5)
+        _stop(self._process)
 
     def requests(self) -> list[tuple[str, str]]:
         """Every request the proxy was sent, as (method, target), from its log."""
@@ -103,6 +99,115 @@ class TinyProxy:
         return [target for method, target in self.requests() if method == "CONNECT"]
 
     def __enter__(self) -> TinyProxy:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _wait_accepting(process: subprocess.Popen[bytes], address: str, port: int, name: str) -> None:
+    """Wait until `process` accepts on address:port; RuntimeError when it exits or the deadline passes."""
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:  # bounded: until it accepts or the deadline
+        if process.poll() is not None:
+            raise RuntimeError(f"{name} exited with {process.returncode}")
+        try:
+            socket.create_connection((address, port), timeout=0.5).close()
+            return
+        except OSError:
+            time.sleep(0.05)
+    raise RuntimeError(f"{name} did not start")
+
+
+def _stop(process: subprocess.Popen[bytes] | None) -> None:
+    if process is not None and process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(timeout=5)
+
+
+SQUID_DEFAULT_CONF = Path("/etc/squid/squid.conf")
+_SQUID_LOG_LINE = re.compile(r"^\S+\s+\d+\s+\S+\s+\S+/(\d{3})\s+\d+\s+(\S+)\s+(\S+)")
+
+
+def require_squid() -> str:
+    """The squid binary; the test skips without it (`bash .ci/run` installs it)."""
+    found = shutil.which("squid") or ("/usr/sbin/squid" if Path("/usr/sbin/squid").exists() else None)
+    if found is None or not SQUID_DEFAULT_CONF.exists():
+        pytest.skip("squid is not installed (apt-get install squid; `bash .ci/run` does it)")
+    return found
+
+
+class Squid:
+    """A private squid on 127.0.0.1 with the access rules (`acl`, `http_access`) of Debian's default
+    /etc/squid/squid.conf, copied as they are: CONNECT to port 443 only, other requests to the "safe"
+    ports, clients on localhost. Its own port, no cache, logs and pid in a temp dir; the system's squid
+    is never touched. It resolves names with the name server at `dns` (a test's FakeDns), no other."""
+
+    def __init__(self, address: str = "127.0.0.1", dns: str = "127.0.0.1") -> None:
+        self.binary = require_squid()
+        self.address = address
+        self.dns = dns
+        self.port = free_port(address)
+        # Not under pytest's tmp_path: squid started as root writes as the `proxy` user, which must
+        # reach the folder (pytest's are root's alone).
+        self.workdir = Path(tempfile.mkdtemp(prefix="harvestman-squid-"))
+        self.log = self.workdir / "access.log"
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        """http://ADDRESS:PORT"""
+        return f"http://{self.address}:{self.port}"
+
+    def config_text(self) -> str:
+        """Debian's default access rules, then this instance's own port, files and no cache."""
+        rules = [line for line in SQUID_DEFAULT_CONF.read_text(encoding="utf-8").splitlines()
+                 if line.startswith(("acl ", "http_access "))]
+        own = self.workdir
+        return "\n".join([
+            *rules,
+            f"http_port {self.address}:{self.port}",
+            f"pid_filename {own / 'squid.pid'}",
+            f"cache_log {own / 'cache.log'}",
+            f"access_log stdio:{self.log}",
+            "cache deny all", "cache_mem 0 MB", f"coredump_dir {own}",
+            f"dns_nameservers {self.dns}", f"hosts_file {own / 'hosts'}",
+            "pinger_enable off", "shutdown_lifetime 0 seconds", "visible_hostname squid.test",
+            "logfile_rotate 0", "",
+        ])
+
+    def start(self) -> Squid:
+        """Start squid in the foreground (-N) of a child process and wait until it accepts."""
+        (self.workdir / "hosts").write_text("", encoding="utf-8")
+        config = self.workdir / "squid.conf"
+        config.write_text(self.config_text(), encoding="utf-8")
+        if os.geteuid() == 0:  # squid drops to its cache_effective_user, Debian's `proxy`
+            os.chown(self.workdir, pwd.getpwnam("proxy").pw_uid, -1)
+        self._process = subprocess.Popen([self.binary, "-N", "-f", str(config)],
+                                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            _wait_accepting(self._process, self.address, self.port, "squid")
+        except RuntimeError:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Stop squid and remove its folder."""
+        _stop(self._process)
+        shutil.rmtree(self.workdir, ignore_errors=True)
+
+    def requests(self) -> list[tuple[str, str, int]]:
+        """Every request squid was sent, as (method, URL or HOST:PORT, status it answered), from its log."""
+        text = self.log.read_text(encoding="utf-8", errors="replace") if self.log.exists() else ""
+        found = (_SQUID_LOG_LINE.match(line) for line in text.splitlines())
+        return [(m.group(2), m.group(3), int(m.group(1))) for m in found if m]
+
+    def __enter__(self) -> Squid:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

@@ -36,6 +36,7 @@ class TopicHosts:
     sites: dict[str, str] = field(default_factory=dict)  # address -> the site's topic ("hub", "home")
     hidden: list[str] = field(default_factory=list)  # target sites listed only on deep hubs
     seed: str = ""  # the portal's front page
+    texts: set[str] = field(default_factory=set)  # every document's text the web's pages show
 
     def relevant(self, target: str) -> set[str]:
         """The URLs of the target topic's pages."""
@@ -75,7 +76,9 @@ def build_topic_hosts(root: Path, docs: Mapping[str, Sequence[Doc]], addresses: 
     def take(topic: str) -> Doc:
         if not pools[topic]:
             raise ValueError(f"not enough documents of {topic!r} for this web")
-        return pools[topic].pop()
+        doc = pools[topic].pop()
+        web.texts.add(doc[1])
+        return doc
 
     web = TopicHosts()
     base = {address: f"http://{address}:{port}" for address in addresses}

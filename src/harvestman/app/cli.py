@@ -19,15 +19,13 @@ from harvestman.launch.run import check_crawl_order, resumed_config, run_crawl, 
 from harvestman.model.config import CrawlConfig, config_from_mapping
 from harvestman.model.errors import (
     EXIT_CLOSED_OUTPUT,
-    EXIT_FAILED,
-    EXIT_IO,
     EXIT_OK,
     EXIT_USAGE,
     ConfigError,
     CrawlExistsError,
     HarvestmanError,
     OutputClosed,
-    StorageError,
+    command_failure,
 )
 from harvestman.policy.revive import check_retry_classes
 
@@ -125,11 +123,16 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8844, help="port to listen on (default 8844)")
     serve.add_argument("--token", help="the access token (default: $HARVESTMAN_TOKEN, else ROOT/token)")
+    # The server's network ceiling (serve/ceiling.py): every fetch it makes for a client keeps to it.
     serve.add_argument("--allow-net", action="append", default=[], metavar="CIDR",
-                       help="what the Firecrawl-shaped /v1 endpoints may fetch in this private or loopback "
-                            "range (repeatable; default: public addresses only)")
+                       help="what the server may fetch for its clients in this private or loopback range "
+                            "(repeatable; default: public addresses only); a request may only narrow it")
+    serve.add_argument("--only-net", action="append", default=[], metavar="CIDR",
+                       help="fetch for clients only from addresses in this range (repeatable)")
     serve.add_argument("--resolve", action="append", default=[], metavar="HOST:PORT:ADDR",
-                       help="pin a host name to an address for the /v1 endpoints' fetches (repeatable)")
+                       help="pin a host name to an address for every fetch the server makes (repeatable)")
+    serve.add_argument("--proxy", default="", metavar="URL",
+                       help="send every fetch the server makes through this proxy (as crawl --proxy)")
     return parser
 
 
@@ -264,29 +267,19 @@ def _main(argv: Sequence[str] | None) -> int:
             from harvestman.serve.server import serve  # FastAPI loads only for the server
 
             return serve(args.data, args.host, args.port, args.token, args.db,
-                         allow_net=tuple(args.allow_net), resolve=tuple(args.resolve))
+                         net={"allow_net": args.allow_net, "only_net": args.only_net,
+                              "resolve": args.resolve, "proxy": args.proxy})
     except (BrokenPipeError, OutputClosed):  # standard output closed: main() ends quietly
         raise
     except CrawlExistsError as exc:  # the library's message names settings; the command line's, flags
         print(f"harvestman: error: {exc.where} already holds a crawl; pass --resume to continue it, or "
               f"choose another --out{' or --db' if exc.in_db else ''}", file=sys.stderr)
         return EXIT_USAGE
-    except ConfigError as exc:
-        print(f"harvestman: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    except StorageError as exc:
-        print(f"harvestman: error: {exc}", file=sys.stderr)
-        return EXIT_IO
-    except HarvestmanError as exc:
-        print(f"harvestman: error: {exc}", file=sys.stderr)
-        return EXIT_FAILED
-    except OSError as exc:  # a file or folder named on the command line cannot be read or written
-        where = f" ({exc.filename})" if exc.filename else ""
-        print(f"harvestman: error: {exc.strerror or exc}{where}", file=sys.stderr)
-        return EXIT_IO
-    except KeyboardInterrupt:
-        print("harvestman: interrupted", file=sys.stderr)
-        return 130
+    except (HarvestmanError, OSError, KeyboardInterrupt) as exc:
+        failure = command_failure(exc)
+        assert failure is not None  # every one of these has its status
+        print(failure.line, file=sys.stderr)
+        return failure.exit_status
     parser.error(f"unknown command {args.command!r}")
     return EXIT_USAGE
 

@@ -111,10 +111,6 @@ def _count(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
-def _say(args: argparse.Namespace, line: str) -> None:
-    print(line, file=sys.stderr if getattr(args, "quiet", None) else sys.stdout)
-
-
 def run(args: argparse.Namespace) -> int:
     """Run one of the cycle's commands; the exit status (errors raised as HarvestmanError)."""
     command = args.command

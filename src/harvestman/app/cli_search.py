@@ -60,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
         done = build_index(args.dir, args.db, rebuild=args.rebuild)
         print(f"{done.documents} pages in the index ({done.added} added, {done.replaced} replaced, "
               f"{done.removed} removed, {done.unchanged} unchanged) in {done.seconds:.1f} s: {done.path}")
+        if done.missing:
+            print(f"note: {done.missing_note(args.dir)}", file=sys.stderr)
         return EXIT_OK
     if args.command == "search":
         from harvestman.index.search import search

@@ -15,11 +15,6 @@ from harvestman.store.crawldir import SETTINGS_KEY, CrawlDir, read_settings
 from harvestman.store.frontier import Store
 
 
-def crawl_name(folder: Path, db: str) -> str:
-    """How messages name the crawl: its database location (password hidden)."""
-    return CrawlDir(Path(folder), db).name
-
-
 def open_crawl_store(folder: Path, db: str, cfg: CrawlConfig | None = None, *, create: bool = False,
                      read_only: bool = False, keys: HostKeys | None = None) -> Store:
     """The crawl's database; a ConfigError when it holds no crawl (unless `create`)."""

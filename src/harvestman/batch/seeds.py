@@ -8,8 +8,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harvestman.crawl.seeding import seed_url
 from harvestman.model.errors import ConfigError, InvalidUrlError
-from harvestman.net.urls import normalize
 
 SEED_SCORE = 1.0  # a seed's score when its line names none (Nutch's db.score.injected)
 SCORE_KEYS = ("score", "nutch.score")
@@ -34,7 +34,7 @@ def parse_seed_line(line: str, *, where: str = "", max_length: int = 2048) -> Se
     url, *fields = text.split("\t")
     raw = url.strip()
     try:
-        normalized = normalize(raw if "://" in raw else f"http://{raw}", max_length=max_length)
+        normalized = seed_url(raw, max_length=max_length)  # the crawl's and the API's check
     except InvalidUrlError as exc:
         raise ConfigError(f"{at}bad seed URL {raw[:200]!r}: {exc}") from None
     score = SEED_SCORE

@@ -1,7 +1,7 @@
 """64-bit SimHash (Charikar) of a page's visible text, over word shingles, for near-duplicate detection.
 
 Two pages that differ by a few words get hashes a few bits apart; `dedup` finds pairs within a
-Hamming distance without comparing every pair (see batch/dedup.py).
+Hamming distance without comparing every pair (see batch/duplicates.py).
 """
 
 from __future__ import annotations

@@ -52,7 +52,7 @@ MERGED_KEY = "merged_segments"
 # list row: what the crawl knew before), before they are scheduled: harvestman recrawl's change
 # classes (batch/recrawl.py).
 Classifier = Callable[[list[tuple[FetchOutcome, UrlRecord]]], list[tuple[FetchOutcome, UrlRecord]]]
-NOT_REVISITED = REFUSED_CLASSES  # refused before a fetch (crawl/engine.py _refuse)
+NOT_REVISITED = REFUSED_CLASSES  # refused before a fetch (crawl/ledger.py RunLedger.refused)
 
 
 @dataclass(frozen=True, slots=True)

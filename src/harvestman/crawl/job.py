@@ -148,7 +148,7 @@ class CrawlJob:
     """One crawl run in the background: `start`, `stop`, `status`, `events`, `wait`, `result`.
 
     `sinks` are built in every crawling process (see harvestman.crawl.sinks); `verdict` reads the
-    finished crawl folder into the run's verdict (the CLI passes `app.seeds.run_verdict`).
+    finished crawl folder into the run's verdict (the CLI passes `launch.seeds.run_verdict`).
     """
 
     def __init__(

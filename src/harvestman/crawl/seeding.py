@@ -3,6 +3,7 @@ the seeds queued."""
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 
@@ -24,6 +25,21 @@ def with_scheme(seed: str) -> str:
     return seed if "://" in seed or not seed else f"http://{seed}"
 
 
+def seed_url(raw: str, *, max_length: int) -> str:
+    """The URL a seed as typed stands for (http:// assumed without a scheme), normalized; an
+    InvalidUrlError for one harvestman cannot fetch. The one seed check of the command line, the API
+    and the engine: a lone word typed without a scheme (`notaurl`) is refused, not looked up as a
+    host name, since it is a slip far more often than an intranet host (`http://intranet/` says so)."""
+    text = raw.strip()
+    assumed = with_scheme(text)
+    if assumed != text:
+        authority = re.split(r"[/?#]", text, maxsplit=1)[0]
+        if "." not in authority and ":" not in authority and authority.lower() != "localhost":
+            raise InvalidUrlError(f"no scheme, and {authority!r} is no host name (write "
+                                  f"http://{authority}/ to mean a host of that name)")
+    return normalize(assumed, max_length=max_length)
+
+
 async def store_seeds(frontier: Store, cfg: CrawlConfig, keys: HostKeys, journal: RunJournal, *,
                       emit: Callable[[Event], None], skipped: Callable[[Event], None]) -> list[str]:
     """Record the run's seeds (or, resuming, add the new ones to those stored) and queue them; the
@@ -42,7 +58,7 @@ async def store_seeds(frontier: Store, cfg: CrawlConfig, keys: HostKeys, journal
     new: list[str] = []
     for raw in cfg.seeds:
         try:
-            url = normalize(with_scheme(raw.strip()), max_length=cfg.max_url_length)
+            url = seed_url(raw, max_length=cfg.max_url_length)
         except InvalidUrlError as exc:
             journal.download(raw, False, f"invalid URL: {exc}")
             skipped(Event(EventKind.GAVE_UP, time.time(), url=raw, error_class="invalid_url",

@@ -420,10 +420,6 @@ class H2Transport:
         context.set_alpn_protocols(["h2", "http/1.1"])
         return context
 
-    def known_protocol(self, url: str) -> str:
-        """What ALPN chose for the URL's origin ("h2", "http/1.1"), or '' before a connection."""
-        return self._protocols.get(Origin.of(url), "")
-
     async def protocol(self, url: str, timeout: float) -> str:
         """The protocol the URL's origin speaks ("h2" or "http/1.1"), connecting when not yet known
         (the connection is kept for the fetches to come). Plain http:// is always HTTP/1.1 here."""

@@ -11,10 +11,18 @@ stopped early.
 
 The address guard (net/addrguard.py) judges the address each socket connects to (OPENSOCKETFUNCTION):
 the private-address ban and `--only-net`. With a proxy (`--proxy`) libcurl's sockets go to the proxy,
-so the target is judged before the request instead: its name resolved here (`--resolve` pins first),
-the first address the guard allows pinned with CONNECT_TO, and the proxy handed that address, never
-the name: an http(s) proxy by a CONNECT tunnel to ADDRESS:PORT (plain http:// pages too), a socks5
-one by its IP form. So neither the proxy's DNS nor a rebinding name can steer a request elsewhere.
+so the target is judged before the request instead, its name resolved here (`--resolve` pins first):
+- https:// (any proxy) and http:// through socks5: the first address the guard allows is pinned with
+  CONNECT_TO and the proxy handed that address, never the name (a CONNECT tunnel to ADDRESS:PORT, or
+  socks5's IP form), so neither the proxy's DNS nor a rebinding name can steer the request elsewhere.
+- http:// through an http(s) proxy: forwarded (`GET http://HOST:PORT/path`), not tunnelled, as
+  squid's default rules allow CONNECT to port 443 only. libcurl switches to a tunnel whenever
+  CONNECT_TO names another host (CURLOPT_CONNECT_TO(3)), so the address goes in the URL instead: an
+  IP literal as it is, a name pinned with `--resolve` replaced by its pinned address. A name from DNS
+  stays a name, every one of its addresses judged first: squid and tinyproxy both replace the Host
+  header by the URL's authority (RFC 9112 3.2.2), so an address there would lose the site's name-based
+  virtual host. The proxy resolves that name itself: a proxy whose DNS answers otherwise than ours
+  (split DNS, a rebinding name) is beyond the guard's reach.
 `MemoryTransport` serves canned responses for unit tests, delivered as the wire would deliver them
 (HEAD without a body, Content-Encoding decoded, the size cap, the deadline of a slow route), so that
 both pass one contract (tests/test_transport_contract.py).
@@ -53,7 +61,7 @@ from harvestman.model.errors import (
     UnsupportedUrlError,
 )
 from harvestman.model.records import Headers, HttpRequest, HttpResponse, RedirectHop, Timings, last_header
-from harvestman.net.addrguard import OUTSIDE, AddressGuard
+from harvestman.net.addrguard import OUTSIDE, AddressGuard, parse_ip
 from harvestman.net.urls import header_text, resolve
 
 ACCEPT_ENCODING = "gzip, deflate, br, zstd"
@@ -111,12 +119,9 @@ class TransportSettings:
 
 
 def _set_proxy(curl: pycurl.Curl, s: TransportSettings) -> None:
-    """Send a handle's requests through `s.proxy`: an http(s) proxy always by a CONNECT tunnel, so
-    that it is handed the judged address (CONNECT_TO) and never resolves the target's name itself."""
+    """Send a handle's requests through `s.proxy` (tunnel or not is set per request: `_proxy_route`)."""
     curl.setopt(pycurl.PROXY, s.proxy)
     curl.setopt(pycurl.NOPROXY, "")  # no_proxy in the environment must not send a request around it
-    if s.proxy.lower().startswith(("http://", "https://")):
-        curl.setopt(pycurl.HTTPPROXYTUNNEL, 1)
     if s.proxy.lower().startswith("https://"):
         if s.ca_file:
             curl.setopt(pycurl.PROXY_CAINFO, s.ca_file)
@@ -352,13 +357,21 @@ def url_origin(url: str) -> tuple[str, int]:
     return parts.hostname, port if port is not None else (443 if parts.scheme.lower() == "https" else 80)
 
 
-async def host_addresses(resolve_pins: tuple[str, ...], host: str, port: int, timeout: float) -> list[str]:
-    """The addresses of host:port: a `--resolve` pin's (curl form HOST:PORT:ADDR), else DNS's."""
+def pinned_address(resolve_pins: tuple[str, ...], host: str, port: int) -> str:
+    """The address a `--resolve` pin (curl form HOST:PORT:ADDR) gives host:port, or ''."""
     for entry in resolve_pins:
         pinned, _, rest = entry.partition(":")
         pin_port, _, addr = rest.partition(":")
         if pinned.lower() == host and pin_port == str(port):
-            return [addr.strip("[]")]
+            return addr.strip("[]")
+    return ""
+
+
+async def host_addresses(resolve_pins: tuple[str, ...], host: str, port: int, timeout: float) -> list[str]:
+    """The addresses of host:port: a `--resolve` pin's, else DNS's."""
+    pinned = pinned_address(resolve_pins, host, port)
+    if pinned:
+        return [pinned]
     try:
         async with asyncio.timeout(timeout):
             infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
@@ -376,6 +389,28 @@ def guarded_address(guard: AddressGuard, host: str, addresses: list[str]) -> str
         if not why:
             return address
     raise refused_error(guard, addresses[0] if addresses else host, reasons[0] if reasons else "")
+
+
+@dataclass(frozen=True, slots=True)
+class _ProxyRoute:
+    """How a request goes through the proxy: the URL asked for, and by a tunnel to `address` or not."""
+
+    url: str
+    address: str  # the target's address when harvestman chose it ('' when a forwarding proxy resolves)
+    port: int
+    tunnel: bool  # CONNECT (or socks5) to address:port; else forwarded as GET absolute-URL
+
+
+def _bracketed(address: str) -> str:
+    return f"[{address}]" if ":" in address else address
+
+
+def _with_host(url: str, address: str, port: int) -> str:
+    """`url` with its host replaced by `address` (and the port written out), the rest byte for byte."""
+    start = url.index("//") + 2
+    end = min((i for i in (url.find(c, start) for c in "/?#") if i >= 0), default=len(url))
+    userinfo = url[start:end].rpartition("@")[0]
+    return f"{url[:start]}{userinfo + '@' if userinfo else ''}{_bracketed(address)}:{port}{url[end:]}"
 
 
 class CurlTransport:
@@ -403,6 +438,7 @@ class CurlTransport:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
         self._base_headers = [f"Accept-Encoding: {ACCEPT_ENCODING}"]
+        self._http_proxy = settings.proxy.lower().startswith(("http://", "https://"))
 
     # --- libcurl -> event loop ------------------------------------------------------------
 
@@ -521,19 +557,21 @@ class CurlTransport:
         if self._closed:
             raise FetchError("transport is closed")
         _check_method(request)
-        # Through a proxy: the target's address, judged here and pinned (the proxy never resolves it).
-        target = await self._proxied_target(request) if self.settings.proxy else None
+        # Through a proxy: the target judged here, and how the proxy is asked for it (`_proxy_route`).
+        route = await self._proxy_route(request) if self.settings.proxy else None
         self._loop = loop = asyncio.get_running_loop()
         future: asyncio.Future[HttpResponse] = loop.create_future()
         job = _Job(request, future, follow=self.settings.follow_redirects > 0)
         curl = self._handle()
         try:
-            curl.setopt(pycurl.URL, request.url)
-            if target is not None:
-                job.target = target
-                shown = f"[{target}]" if ":" in target else target
+            curl.setopt(pycurl.URL, request.url if route is None else route.url)
+            if route is not None:
+                job.target = route.address
+                if self._http_proxy:
+                    curl.setopt(pycurl.HTTPPROXYTUNNEL, int(route.tunnel))
                 # Any host and port: the handle fetches this one URL (redirects are followed above).
-                curl.setopt(pycurl.CONNECT_TO, [f"::{shown}:{url_origin(request.url)[1]}"])
+                curl.setopt(pycurl.CONNECT_TO, [f"::{_bracketed(route.address)}:{route.port}"]
+                            if route.tunnel else [])
             # Set on every request: a pooled handle may have served a HEAD (NOBODY) last time.
             if request.method == "HEAD":
                 curl.setopt(pycurl.NOBODY, 1)
@@ -564,12 +602,25 @@ class CurlTransport:
                 self._release(curl)
             raise
 
-    async def _proxied_target(self, request: HttpRequest) -> str:
-        """The address of the request's target that the guard allows (resolved here, `--resolve` first)."""
+    async def _proxy_route(self, request: HttpRequest) -> _ProxyRoute:
+        """How the proxy is asked for the request's target, judged here first (`--resolve` pins first)."""
         s = self.settings
         host, port = url_origin(request.url)
         timeout = max(0.001, min(s.connect_timeout, request.timeout))
-        return guarded_address(s.guard, host, await host_addresses(s.resolve, host, port, timeout))
+        addresses = await host_addresses(s.resolve, host, port, timeout)
+        if not (self._http_proxy and request.url[:5].lower() == "http:"):
+            return _ProxyRoute(request.url, guarded_address(s.guard, host, addresses), port, True)
+        # Forwarded: a proxy resolving the name may connect to any of its addresses, so each must pass.
+        for address in addresses:
+            why = s.guard.refusal(address)
+            if why:
+                raise refused_error(s.guard, address, why)
+        if parse_ip(host) is not None:
+            return _ProxyRoute(request.url, host, port, False)
+        pinned = pinned_address(s.resolve, host, port)
+        if pinned:  # a name only harvestman knows: the proxy is handed its pinned address
+            return _ProxyRoute(_with_host(request.url, pinned, port), pinned, port, False)
+        return _ProxyRoute(request.url, "", port, False)
 
     def _finish(self, curl: pycurl.Curl, code: int, message: str) -> None:
         job = self._jobs.pop(curl, None)
@@ -630,8 +681,9 @@ class CurlTransport:
             wire_bytes=job.header_bytes + job.wire_body,
             truncated=job.truncated,
             timings=timings,
-            # Through a proxy, PRIMARY_IP is the proxy's: the server's is the address pinned.
-            remote_addr=job.target or str(curl.getinfo(pycurl.PRIMARY_IP) or ""),
+            # Through a proxy, PRIMARY_IP is the proxy's: the server's is the address handed to it
+            # ('' when a forwarding proxy resolved the name itself).
+            remote_addr=job.target if self.settings.proxy else str(curl.getinfo(pycurl.PRIMARY_IP) or ""),
             http_version=_HTTP_VERSIONS.get(int(curl.getinfo(pycurl.INFO_HTTP_VERSION)), ""),
             redirects=hops,
             partial=job.partial,

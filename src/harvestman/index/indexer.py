@@ -27,7 +27,7 @@ from harvestman.model.records import UrlRecord, UrlState
 from harvestman.net.urls import host_of
 from harvestman.store.factory import is_postgres, open_store, sqlite_path, store_location
 from harvestman.store.frontier import CrawlDb
-from harvestman.store.warc_read import HTML_TYPES, stored_responses
+from harvestman.store.warc_read import HTML_TYPES, MACHINES_DIR, stored_responses
 
 FEATURES_FILE = Path("features") / "pages.parquet"  # url, ..., category: written by index/features.py
 _INDEXED_STATES = (UrlState.FETCHED, UrlState.NOT_MODIFIED)
@@ -46,6 +46,17 @@ class IndexResult:
     removed: int  # pages taken out: gone, duplicate, redirected, noindex, or no longer stored
     unchanged: int  # indexed pages left as they were
     seconds: float
+    missing: tuple[str, ...] = ()  # fetched pages found in no WARC file of the folder (not indexed yet)
+
+    def missing_note(self, folder: Path) -> str:
+        """Why pages of the crawl are not in the index ('' when none are missing)."""
+        if not self.missing:
+            return ""
+        some = ", ".join(self.missing[:3]) + (", ..." if len(self.missing) > 3 else "")
+        return (f"{len(self.missing)} fetched pages are in no WARC file under {folder} ({some}): their "
+                f"machine's folder is elsewhere (copy it, or let that machine write, into "
+                f"{Path(folder) / MACHINES_DIR}/NAME/), or their records are still being written; "
+                "`index` again picks them up")
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,7 +224,7 @@ def build_index(folder: Path, db: str = "", *, rebuild: bool = False) -> IndexRe
         # Only the pages read are marked done: one fetched but not yet stored (its record still in
         # the writer's hands) keeps its old digest, so the next run picks it up.
         done: dict[str, tuple[str, bool]] = {}
-        for found in stored_responses(folder, latest=True, urls=todo, open_files=True):
+        for found in stored_responses(folder, latest=True, urls=todo):
             url = found.url
             record = candidates[url]
             doc = page_document(url, found.body or b"", anchors=tuple(anchors.get(url, ())),
@@ -238,4 +249,4 @@ def build_index(folder: Path, db: str = "", *, rebuild: bool = False) -> IndexRe
     documents = index.searcher().num_docs
     unchanged = sum(1 for u in digests if u not in todo and u in was)
     return IndexResult(index_path(folder), documents, added, replaced, removed, unchanged,
-                       time.perf_counter() - started)
+                       time.perf_counter() - started, tuple(sorted(u for u in todo if u not in done)))

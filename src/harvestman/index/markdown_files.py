@@ -58,9 +58,9 @@ def crawl_pages(folder: Path) -> Iterator[MarkdownPage]:
     folder = Path(folder)
     if not folder.is_dir():
         raise ConfigError(f"{folder} is not a crawl folder")
-    if not CrawlDir(folder).warc_files(open_files=True):
+    if not CrawlDir(folder).warc_files():
         raise ConfigError(f"{folder} holds no WARC files (DIR/warc/*.warc.gz, DIR/segments/*/warc/)")
-    return (stored_page(found, folder) for found in stored_responses(folder, latest=True, open_files=True))
+    return (stored_page(found, folder) for found in stored_responses(folder, latest=True))
 
 
 class RowsWriter:

@@ -64,13 +64,7 @@ def index_search(folder: Path, query: str, *, limit: int = 10, site: str | None 
     """The crawl's own full-text search (harvestman index / search), imported when a query uses it."""
     import importlib
 
-    try:  # harvestman.index.search is the full-text index's module (harvestman index / search)
-        engine = importlib.import_module("harvestman.index.search")
-    except ModuleNotFoundError as exc:
-        if exc.name != "harvestman.index.search":
-            raise
-        raise ConfigError("search() needs the full-text index (harvestman index), "
-                          "which this installation lacks") from None
+    engine = importlib.import_module("harvestman.index.search")
     results: SearchResultsLike = engine.search(folder, query, limit=limit, site=site, category=category,
                                                db=db)
     return results

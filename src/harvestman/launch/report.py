@@ -19,6 +19,7 @@ from harvestman.model.errors import ConfigError, StorageError
 from harvestman.model.records import LinkEdge, UrlRecord, UrlState
 from harvestman.store.crawldir import CrawlDir
 from harvestman.store.frontier import CrawlDb
+from harvestman.store.warc_read import is_open, whole_records
 
 EXPORT_BATCH = 10_000
 EXPORT_FORMATS: tuple[str, ...] = ("jsonl", "parquet", "cdxj")
@@ -195,7 +196,7 @@ def export_records(folder: Path, fmt: str, output: Path | None = None, db: str =
         open_crawl(folder, db).close()  # the same clear error for a folder that holds no crawl
         path = output or Path(folder) / "index.cdxj"
         lines = _cdxj_to_stdout(Path(folder)) if path == STDOUT else write_cdxj(Path(folder), path)
-        return Exported(path, lines, "" if lines else _no_records(Path(folder)))
+        return Exported(path, lines, _cdxj_note(Path(folder), lines))
     path = output or Path(folder) / f"export.{fmt}"
     frontier = open_crawl(folder, db)
     try:
@@ -318,14 +319,18 @@ def _write_parquet(frontier: CrawlDb, path: Path) -> int:
     return _write_parquet_rows(map(_as_row, frontier.records()), schema, path)
 
 
-def _no_records(folder: Path) -> str:
-    """Why a crawl's CDXJ index is empty."""
-    finished = CrawlDir(Path(folder)).warc_files()
-    pending = len(CrawlDir(Path(folder)).warc_files(open_files=True)) - len(finished)
-    later = f"; {pending} being written: export again once the crawl has ended" if pending else ""
-    if finished:
-        return f"no response record in the {len(finished)} finished WARC files of {folder}{later}"
-    return f"{folder} holds no finished WARC file (DIR/warc/, DIR/segments/*/warc/){later}"
+def _cdxj_note(folder: Path, lines: int) -> str:
+    """What a crawl's CDXJ index leaves to say: why it is empty, and the files left open in it."""
+    files = CrawlDir(Path(folder)).warc_files()
+    left_open = [p for p in files if is_open(p)]
+    note = (f"{len(left_open)} WARC files still being written or left open by a stopped machine "
+            "are indexed up to their last whole record, under their .open names (a `worker` or "
+            "`crawl --resume` on their folder closes them)") if left_open else ""
+    if lines:
+        return note
+    where = f"the {len(files)} WARC files of {folder}" if files else \
+        f"{folder}, which holds no WARC file (DIR/warc/, DIR/segments/*/warc/, DIR/machines/*/warc/)"
+    return f"no response record in {where}" + (f"; {note}" if note else "")
 
 
 def _cdxj_to_stdout(folder: Path) -> int:
@@ -342,21 +347,29 @@ def _cdxj_to_stdout(folder: Path) -> int:
 
 
 def write_cdxj(folder: Path, path: Path) -> int:
-    """Index the finished WARC files of the crawl in `folder` (continuous and segments) as sorted CDXJ
-    (pywb's format); returns the lines. Each line's filename is relative to `folder`.
-
-    Files still being written (`.warc.gz.open`) are left out: index again once the crawl has ended.
+    """Index the WARC files of the crawl in `folder` (continuous, segments, other machines') as sorted
+    CDXJ (pywb's format); returns the lines. Each line's filename is relative to `folder`. A file
+    still being written, or left open by a killed machine (`.warc.gz.open`), is indexed up to its
+    last whole record.
     """
     # webrecorder's cdxj-indexer, the indexer pywb's own tools use: the SURT keys, the sort order and
     # the fields (offset, length, filename relative to dir_root) are the ones replay expects.
     from cdxj_indexer.main import CDXJIndexer
     from warcio.exceptions import ArchiveLoadFailed
 
+    class WholeRecords(CDXJIndexer):  # type: ignore[misc]  # untyped library
+        """An open file read only up to its last whole record (a torn one would fail the index)."""
+
+        def process_one(self, input_: Any, output: Any, filename: str) -> None:
+            if is_open(Path(filename)):
+                input_ = whole_records(Path(filename))
+            super().process_one(input_, output, filename)
+
     files = [str(p) for p in CrawlDir(Path(folder)).warc_files()]
     partial = path.with_name(path.name + ".partial")
     try:
         # Written aside and renamed: a failed run never leaves a half index where a good one was.
-        CDXJIndexer(str(partial), files, sort=True, dir_root=str(folder)).process_all()
+        WholeRecords(str(partial), files, sort=True, dir_root=str(folder)).process_all()
     except ArchiveLoadFailed as exc:
         partial.unlink(missing_ok=True)
         raise StorageError(f"cannot index the WARC files of {folder}: {exc}") from None

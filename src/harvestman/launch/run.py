@@ -4,6 +4,8 @@ and its verdict and exit status. Messages go to stderr; nothing here parses a co
 
 from __future__ import annotations
 
+import dataclasses
+import ipaddress
 import signal
 import sys
 from collections.abc import Callable, Collection, Iterator, Mapping
@@ -32,6 +34,7 @@ from harvestman.policy.ordering import RANKED_ORDERINGS, check_ordering
 from harvestman.policy.revive import Revival
 from harvestman.store.crawldir import CrawlDir, read_settings, revive
 from harvestman.store.factory import check_location, is_postgres
+from harvestman.store.warc import recover
 
 
 def say(line: str) -> None:
@@ -64,6 +67,7 @@ def worker_config(db: str, out: Path, local: Mapping[str, Any]) -> CrawlConfig:
     store = crawl.open(read_only=True)
     try:
         stored = read_settings(store, machine=False)
+        starter = read_settings(store)  # with the address rules of the machine that started it
     finally:
         store.close()
     if not stored:
@@ -72,7 +76,37 @@ def worker_config(db: str, out: Path, local: Mapping[str, Any]) -> CrawlConfig:
     wrong = sorted(set(local) - MACHINE_LOCAL)
     if wrong:
         raise ConfigError(f"a worker takes the crawl's settings from its database, not {wrong[0]!r}")
-    return config_from_mapping({**stored, **local, "out_dir": out, "db": db})
+    crawl_net = config_from_mapping({name: starter[name] for name in ("allow_net", "resolve")
+                                     if name in starter})
+    own = config_from_mapping({**stored, **local, "out_dir": out, "db": db})
+    cfg, taken = with_crawl_net(own, crawl_net)
+    if taken:
+        say(f"worker: taking the crawl's network rules, stored by the machine that started it: {taken}")
+    return cfg
+
+
+def with_crawl_net(cfg: CrawlConfig, crawl: CrawlConfig) -> tuple[CrawlConfig, str]:
+    """A machine's settings `cfg` with the address rules of its `crawl`, which are the crawl's verdict
+    on every URL (a URL one machine refused would end gone for all): the crawl's `--allow-net`
+    ranges when the machine gave none, and its `--resolve` pins (a pin of the machine's own wins for
+    its host and port); with what was taken, as options ('' when nothing). A ConfigError when the
+    machine's own `--allow-net` leaves out a range of the crawl's."""
+    lacking = [net for net in crawl.allow_net if not _covered(net, cfg.allow_net)]
+    if cfg.allow_net and lacking:
+        raise ConfigError(f"this machine's --allow-net {' '.join(cfg.allow_net)} leaves out the crawl's "
+                          f"{' '.join(lacking)}: the URLs there it refused would end gone for the whole "
+                          "crawl; give an --allow-net that covers them, or none to take the crawl's")
+    own_pins = {(pin.host.lower(), pin.port) for pin in cfg.resolve}
+    pins = [pin for pin in crawl.resolve if (pin.host.lower(), pin.port) not in own_pins]
+    taken = [f"--allow-net {net}" for net in lacking] + [f"--resolve {pin.curl_form()}" for pin in pins]
+    widened = dataclasses.replace(cfg, allow_net=(*cfg.allow_net, *lacking), resolve=(*cfg.resolve, *pins))
+    return widened, ", ".join(taken)
+
+
+def _covered(net: str, ranges: Collection[str]) -> bool:
+    inner = ipaddress.ip_network(net, strict=False)
+    outers = (ipaddress.ip_network(outer, strict=False) for outer in ranges)
+    return any(inner.version == outer.version and inner.subnet_of(outer) for outer in outers)  # type: ignore[arg-type]
 
 
 def check_before_creating(cfg: CrawlConfig) -> None:
@@ -84,10 +118,7 @@ def check_before_creating(cfg: CrawlConfig) -> None:
         raise ConfigError(f"--out {crawl.path} is a file, not a folder: name a new or an existing "
                           "output folder")
     check_location(crawl.location)
-    if cfg.render != "never" or cfg.render_rules:
-        from harvestman.fetch.browser import check_browser  # only a crawl that renders loads it
-
-        check_browser(cfg.browser_path)
+    check_renderer(cfg)
     seeds = check_seeds(cfg.seeds, max_length=cfg.max_url_length)
     for note in seeds.notes:
         say(note)
@@ -98,6 +129,22 @@ def check_before_creating(cfg: CrawlConfig) -> None:
     if not crawl.holds_crawl():
         raise ConfigError(f"nothing to resume: {crawl.path} holds no crawl (no crawl.db there); name "
                           "seed URLs to start one")
+
+
+def check_renderer(cfg: CrawlConfig, *, joining: bool = False) -> None:
+    """Refuse a run that renders pages on a machine that cannot (no browser, no Playwright): its
+    pages would fail as `render`. `joining`: a worker, told it takes the crawl's --render."""
+    if cfg.render == "never" and not cfg.render_rules:
+        return
+    from harvestman.fetch.browser import check_browser  # only a crawl that renders loads it
+
+    try:
+        check_browser(cfg.browser_path)
+    except ConfigError as exc:
+        if not joining:
+            raise
+        raise ConfigError(f"this machine cannot render pages, and the crawl does (--render "
+                          f"{cfg.render}): {exc}; its pages are left to the machines that can") from None
 
 
 def revive_failures(cfg: CrawlConfig, retry: Collection[str] = ()) -> Revival:
@@ -111,6 +158,15 @@ def revive_failures(cfg: CrawlConfig, retry: Collection[str] = ()) -> Revival:
     if revived.urls and not cfg.quiet:
         say(revived.note())
     return revived
+
+
+def close_left_open(out: Path) -> None:
+    """Finish the WARC files a stopped or killed run of this machine left open in `out` (each cut
+    to its last whole record), saying so."""
+    closed = recover(out / "warc")
+    if closed:
+        say(f"closed {len(closed)} WARC files a stopped run left open in {out / 'warc'}, each cut to "
+            f"its last whole record: {', '.join(p.name for p in closed)}")
 
 
 @contextmanager
@@ -198,9 +254,12 @@ def run_crawl(cfg: CrawlConfig, policies: Policies = NO_POLICIES, *, join: bool 
         out = Path(cfg.out_dir)
         if out.exists() and not out.is_dir():
             raise ConfigError(f"--out {out} is a file, not a folder: name a new or an existing output folder")
+        check_renderer(cfg, joining=True)
+        close_left_open(out)
     else:
         check_before_creating(cfg)
         if cfg.resume and CrawlDir.of(cfg).holds_crawl():
+            close_left_open(Path(cfg.out_dir))
             revive_failures(cfg, retry_failed)
     # Bound before the run starts: a port taken is refused before anything is crawled.
     outlets: list[MetricsServer | MetricsFile] = [MetricsServer(cfg.metrics_port)] if cfg.metrics_port else []

@@ -6,12 +6,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from harvestman.crawl.seeding import with_scheme
+from harvestman.crawl.seeding import seed_url, with_scheme
 from harvestman.launch.report import open_crawl
 from harvestman.model.errors import EXIT_OK, InvalidUrlError, exit_status_of, failure_help
 from harvestman.model.records import RunVerdict, UrlRecord, UrlState
 from harvestman.net.addrguard import parse_ip
-from harvestman.net.urls import normalize
 from harvestman.policy.revive import refused_address
 from harvestman.store.frontier import CrawlDb
 
@@ -22,10 +21,12 @@ _REDIRECTS = (UrlState.REDIRECT_TEMP, UrlState.REDIRECT_PERM)
 
 @dataclass(frozen=True, slots=True)
 class SeedCheck:
-    """How many seeds can start a crawl, and a note on each seed that was taken as something else."""
+    """How many seeds can start a crawl, a note on each seed that was taken as something else, and
+    why each refused one is (the command line skips them, the API refuses the request: same words)."""
 
     valid: int
     notes: tuple[str, ...]
+    refused: tuple[str, ...] = ()
 
 
 def check_seeds(seeds: Iterable[str], *, max_length: int) -> SeedCheck:
@@ -33,18 +34,19 @@ def check_seeds(seeds: Iterable[str], *, max_length: int) -> SeedCheck:
     each that is no fetchable URL (the engine skips it); count the usable ones."""
     valid = 0
     notes: list[str] = []
+    refused: list[str] = []
     for raw in seeds:
         text = raw.strip()
-        assumed = with_scheme(text)
         try:
-            url = normalize(assumed, max_length=max_length)
+            url = seed_url(text, max_length=max_length)
         except InvalidUrlError as exc:
-            notes.append(f"skipped seed {text!r}: not a URL harvestman can fetch: {exc}")
+            refused.append(f"seed {text!r}: not a URL harvestman can fetch: {exc}")
+            notes.append(f"skipped {refused[-1]}")
             continue
         valid += 1
-        if assumed != text:
+        if with_scheme(text) != text:
             notes.append(f"seed {text!r} has no scheme: http:// assumed ({url})")
-    return SeedCheck(valid, tuple(_capped(notes, "notes")))
+    return SeedCheck(valid, tuple(_capped(notes, "notes")), tuple(refused))
 
 
 def run_verdict(folder: Path, db: str = "") -> RunVerdict:

@@ -45,6 +45,8 @@ DEFAULT_USER_AGENT = "harvestman/0.1 (+https://pypi.org/project/harvestman/)"
 # genindex-all.html), so 20,000 keeps them whole with room to spare, while bounding what one page
 # adds to the crawl database and to memory (~250 bytes a link) on a page made of nothing but links.
 MAX_OUTLINKS = 20_000
+# Seconds a lost crawl database (PostgreSQL) is waited for before the run ends (db_outage_limit).
+DB_OUTAGE_LIMIT = 300.0
 _S = TypeVar("_S")
 
 
@@ -142,6 +144,7 @@ class StorageSettings:
     warc_max_bytes: int
     lease_seconds: float
     db: str  # the crawl database: '' for out_dir/crawl.db
+    db_outage_limit: float
     segment_expiry: float
 
 
@@ -285,6 +288,7 @@ class CrawlConfig:
     warc_max_bytes: int = 1024 * 1024 * 1024
     lease_seconds: float = 300.0
     db: str = ""  # the crawl database: '' for OUT_DIR/crawl.db, a path, sqlite:///PATH or postgresql://...
+    db_outage_limit: float = DB_OUTAGE_LIMIT
     # Seconds the URLs of a generated segment are held (not generated or leased again) unless its
     # updatedb reports them first (Nutch's crawl.gen.delay).
     segment_expiry: float = 7 * 86400.0
@@ -426,6 +430,7 @@ def _validate(cfg: CrawlConfig) -> None:
     positive("max_redirects", cfg.max_redirects, allow_zero=True)
     positive("warc_max_bytes", cfg.warc_max_bytes)
     positive("lease_seconds", cfg.lease_seconds)
+    positive("db_outage_limit", cfg.db_outage_limit)
     positive("segment_expiry", cfg.segment_expiry)
     positive("max_wait", cfg.max_wait, allow_zero=True)
     positive("revisit_after", cfg.revisit_after, allow_zero=True)
@@ -780,12 +785,12 @@ def merge_settings(stored: Mapping[str, Any], given: Mapping[str, Any]) -> tuple
     notes = []
     for name in sorted(flat_settings(given)):
         if name in kept and name not in RUN_ONLY and getattr(before, name) != getattr(after, name):
-            old, new = (_shown(name, _json_ready(getattr(cfg, name))) for cfg in (before, after))
+            old, new = (shown_setting(name, _json_ready(getattr(cfg, name))) for cfg in (before, after))
             notes.append(f"{flag_name(name)}: {new!r} replaces the crawl's stored {old!r}")
     return after, notes
 
 
-def _shown(name: str, value: Any) -> Any:
+def shown_setting(name: str, value: Any) -> Any:
     """A setting's value as a message may show it: a proxy's password hidden."""
     if name == "proxy" and isinstance(value, str) and "@" in value:
         parts = urlsplit(value)

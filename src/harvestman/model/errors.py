@@ -43,6 +43,11 @@ class FrontierError(HarvestmanError):
     """The crawl database cannot be opened, is locked by another crawl, or is inconsistent."""
 
 
+class DatabaseUnavailable(FrontierError):
+    """The crawl database could not be reached for longer than `db_outage_limit`: the run ended,
+    resumable (`--resume`, or `worker` again) once it is back."""
+
+
 class StorageError(HarvestmanError):
     """Writing WARC files or other output failed."""
 
@@ -162,9 +167,13 @@ EXIT_NETWORK = 4  # DNS, connection, timeout, or an address the guard (or --only
 EXIT_TLS = 5  # TLS handshake or certificate verification
 EXIT_PROTOCOL = 7  # broken HTTP framing, redirect loops, refused redirects, undecodable bodies
 EXIT_SERVER = 8  # the server answered with an error status (4xx, 5xx)
+# The crawl database (PostgreSQL) was away longer than db_outage_limit: sysexits.h's EX_TEMPFAIL,
+# "a temporary failure: try again later" (--resume).
+EXIT_DATABASE = 75
 # Standard output closed before all was written (`harvestman export DIR --out - | head -1`): the
 # status of a command that SIGPIPE ends (128 + 13), as a shell shows it for `cat | head`.
 EXIT_CLOSED_OUTPUT = 141
+EXIT_INTERRUPTED = 130  # Ctrl-C (128 + SIGINT), as a shell shows it
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +216,35 @@ def failure_help(error_class: str) -> FailureHelp:
     if error_class.startswith("http_"):
         return FailureHelp(EXIT_SERVER, "the server answered with an error")
     return FAILURE_HELP.get(error_class, FailureHelp(EXIT_FAILED))
+
+
+@dataclass(frozen=True, slots=True)
+class CommandFailure:
+    """How an error that ended a command ends it: its exit status and the one line it prints."""
+
+    exit_status: int
+    line: str
+
+
+def command_failure(exc: BaseException) -> CommandFailure | None:
+    """The one mapping from an error that ended a command (the command line, a crawl or a job that
+    the server runs) to its exit status and line; None for an error harvestman did not raise on purpose."""
+    if isinstance(exc, KeyboardInterrupt):
+        return CommandFailure(EXIT_INTERRUPTED, "harvestman: interrupted")
+    if isinstance(exc, ConfigError):
+        status = EXIT_USAGE
+    elif isinstance(exc, StorageError):
+        status = EXIT_IO
+    elif isinstance(exc, DatabaseUnavailable):
+        status = EXIT_DATABASE
+    elif isinstance(exc, HarvestmanError):
+        status = EXIT_FAILED
+    elif isinstance(exc, OSError):  # a file or folder named by the user cannot be read or written
+        where = f" ({exc.filename})" if exc.filename else ""
+        return CommandFailure(EXIT_IO, f"harvestman: error: {exc.strerror or exc}{where}")
+    else:
+        return None
+    return CommandFailure(status, f"harvestman: error: {exc}")
 
 
 def exit_status_of(statuses: Iterable[int]) -> int:

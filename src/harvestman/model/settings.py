@@ -144,6 +144,10 @@ SETTINGS: tuple[Setting, ...] = (
       "out again"),
     _("db", "the crawl database, DIR/crawl.db unless named: a path, sqlite:///PATH or "
       "postgresql://USER@HOST/DB", ("--db",), metavar="URL", scope="run", api=False),
+    _("db_outage_limit", "how long a lost PostgreSQL crawl database (a restart, a failover, a network "
+      "cut) is reconnected to, with back-off, before the run ends with exit status 75 (--resume "
+      "continues it)", ("--db-outage-limit",), commands=(*BOTH, "step", "worker"), scope="machine",
+      api=False),
     _("segment_expiry", "how long a generated segment holds its URLs unless updatedb merges it "
       "first (Nutch's crawl.gen.delay)", ("--segment-expiry",), commands=("step",)),
     # ---- fetch
@@ -169,7 +173,8 @@ SETTINGS: tuple[Setting, ...] = (
       "private range needs --allow-net as well)", ("--only-net",), metavar="CIDR", form="list",
       commands=(*BOTH, "step")),
     _("proxy", "send every request through this proxy: http://, https:// or socks5:// HOST:PORT "
-      "(the crawler resolves each target and the address guard judges it; socks5h is refused)",
+      "(the crawler resolves each target and the address guard judges it; socks5h is refused; what "
+      "the proxy is handed: docs/config.md, Through a proxy)",
       ("--proxy",), metavar="URL", commands=(*BOTH, "step"), api=False),
     _("verify_tls", "verify TLS certificates", ("--insecure",), "do not verify TLS certificates",
       form="negated", commands=(*BOTH, "step")),

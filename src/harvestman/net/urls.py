@@ -21,8 +21,6 @@ _ffi: Any = _ada.ffi
 _OMITTED = 0xFFFFFFFF
 _SCHEME_HTTP = 0
 _SCHEME_HTTPS = 2
-_HOST_IPV4 = 1
-_HOST_IPV6 = 2
 
 MAX_SEGMENT_REPEATS = 3  # a path segment may occur at most this often (spider-trap guard)
 

@@ -164,7 +164,7 @@ def api_router(services: Services, auth: Auth) -> APIRouter:
         options = dict(body)
         job_type = options.pop("type", None)
         spec = job_spec(str(job_type), options)
-        return {"id": services.jobs.start(info.paths, spec)}
+        return {"id": services.jobs.start(info.paths, spec, manager.ceiling.network(info.settings))}
 
     @router.get("/crawls/{crawl_id}/jobs/{job_id}")
     def get_job(crawl_id: str, job_id: str) -> dict[str, Any]:

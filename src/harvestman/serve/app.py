@@ -7,6 +7,7 @@ from typing import Any
 
 from fastapi import Depends, FastAPI, Form, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
@@ -15,8 +16,10 @@ from harvestman.launch.metrics import read_counts
 from harvestman.model.errors import ConfigError, HarvestmanError, QueryError, StorageError
 from harvestman.serve.api import Services, api_router
 from harvestman.serve.auth import CSRF_COOKIE, SESSION_COOKIE, Auth, csrf_ok, new_csrf
+from harvestman.serve.ceiling import CeilingError, NetCeiling
 from harvestman.serve.crawls import CrawlBusy, CrawlManager, UnknownCrawl
 from harvestman.serve.firecrawl import Firecrawl, firecrawl_router
+from harvestman.serve.firecrawl2 import firecrawl2_router, firecrawl_errors
 from harvestman.serve.jobs import UnknownJob
 from harvestman.serve.layout import CrawlPaths
 from harvestman.serve.limits import MAX_BODY, BodyLimit
@@ -37,16 +40,23 @@ def _error(status: int, detail: str, **extra: Any) -> JSONResponse:
 
 
 def create_app(root: Path, token: str, db: str = "", *, max_body: int = MAX_BODY,
-               allow_net: tuple[str, ...] = (), resolve: tuple[str, ...] = ()) -> FastAPI:
+               ceiling: NetCeiling | None = None) -> FastAPI:
     """The application serving the crawls under `root` (kept in PostgreSQL at `db` when given);
-    the Firecrawl-shaped /v1 endpoints fetch within `allow_net` (besides public addresses)."""
+    everything it fetches for a client (crawls, steps, the Firecrawl-shaped /v1 and /v2) keeps within
+    `ceiling`."""
     auth = Auth(token)
-    services = Services(CrawlManager(Path(root), db))
-    app = FastAPI(title="harvestman", summary="Start, watch and search crawls.", version="1")
+    services = Services(CrawlManager(Path(root), db, ceiling))
+    # The API's description is behind the token too (it is added below with the auth dependency).
+    app = FastAPI(title="harvestman", summary="Start, watch and search crawls.", version="1",
+                  docs_url=None, redoc_url=None, openapi_url=None)
     app.state.services = services
     app.include_router(api_router(services, auth))
-    app.include_router(firecrawl_router(Firecrawl(services.manager, allow_net, resolve), auth))
+    firecrawl = Firecrawl(services.manager, services.searcher, services.pages)
+    app.include_router(firecrawl_router(firecrawl, auth))
+    app.include_router(firecrawl2_router(firecrawl, auth))
+    _add_docs(app, auth)
     _add_error_handlers(app)
+    firecrawl_errors(app)
     _add_pages(app, auth)
     _add_metrics(app, auth, services.manager)
     if STATIC.is_dir():
@@ -55,7 +65,21 @@ def create_app(root: Path, token: str, db: str = "", *, max_body: int = MAX_BODY
     return app
 
 
+def _add_docs(app: FastAPI, auth: Auth) -> None:
+    @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(auth)])
+    def openapi() -> JSONResponse:
+        return JSONResponse(app.openapi())
+
+    @app.get("/docs", include_in_schema=False, dependencies=[Depends(auth)])
+    def docs() -> HTMLResponse:
+        return get_swagger_ui_html(openapi_url="/openapi.json", title="harvestman API")
+
+
 def _add_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(CeilingError)
+    async def too_wide(_: Request, exc: CeilingError) -> JSONResponse:
+        return _error(403, str(exc), field=exc.field)
+
     @app.exception_handler(SettingsError)
     async def bad_setting(_: Request, exc: SettingsError) -> JSONResponse:
         return _error(422, str(exc), field=exc.field)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harvestman.model.errors import ConfigError, HarvestmanError
+from harvestman.serve.ceiling import NetCeiling
 from harvestman.serve.layout import CRAWL_ID, CrawlPaths, new_id, read_json, write_json
 from harvestman.serve.pgdbs import PostgresCrawls
 from harvestman.serve.procs import alive, signal_if_alive, start_time
@@ -44,10 +45,12 @@ class CrawlInfo:
 
 class CrawlManager:
     """Creates, starts, stops, resumes and deletes the crawls under `root`; their state is in their
-    folders only (serve.json, exit.json), so any server over the same root sees the same crawls."""
+    folders only (serve.json, exit.json), so any server over the same root sees the same crawls.
+    Every crawl runs bounded by `ceiling`, checked again at each start (a resume too)."""
 
-    def __init__(self, root: Path, db: str = "") -> None:
+    def __init__(self, root: Path, db: str = "", ceiling: NetCeiling | None = None) -> None:
         self.root = Path(root)
+        self.ceiling = ceiling or NetCeiling()
         self.root.mkdir(parents=True, exist_ok=True)
         self._postgres = PostgresCrawls(db) if db else None
         self._children: dict[str, subprocess.Popen[bytes]] = {}  # reaped here; others belong to init
@@ -74,7 +77,9 @@ class CrawlManager:
             return 0.0
 
     def create(self, seeds: list[str], settings: dict[str, Any]) -> str:
-        """Make a crawl's folder and start its process; its id."""
+        """Make a crawl's folder and start its process; its id. A CeilingError (nothing made) when
+        `settings` would widen the server's network rules."""
+        settings = self.ceiling.bound(settings)
         crawl_id = new_id()
         paths = CrawlPaths(self.root / crawl_id)
         paths.folder.mkdir()
@@ -106,6 +111,9 @@ class CrawlManager:
     def _spawn(self, crawl_id: str, paths: CrawlPaths) -> None:
         with self._lock:
             meta = read_json(paths.meta)
+            # Bounded again: the server may run with narrower rules than when the crawl was made, or
+            # serve.json may have been written by hand; the runner takes these settings and no others.
+            meta["settings"] = self.ceiling.bound(dict(meta.get("settings", {})))
             paths.exit.unlink(missing_ok=True)
             meta["runs"] = int(meta.get("runs", 0)) + 1
             meta["stop_requested"] = False

@@ -1,25 +1,25 @@
 """One served job's process: `python -m harvestman.serve.jobrunner ROOT/<id> JOB_ID`.
 
 It runs the step that the job's state file (ROOT/<id>/jobs/<job>.json) holds, on the crawl of
-ROOT/<id> with its stored settings (its address rules included), by the batch functions the
-`harvestman` steps call. It prints the step's message, or a one-line error, for the server to keep
-as the job's message; its exit status is the `harvestman` step's.
+ROOT/<id> with its stored settings, by the batch functions the `harvestman` steps call. Its network
+settings are the ones the server put in the state file (its ceiling over the crawl's), never those
+stored with the crawl folder, which may be wider. It prints the step's message, or a one-line error,
+for the server to keep as the job's message; its exit status is the `harvestman` step's.
 """
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 
 from harvestman.model.errors import (
     EXIT_FAILED,
-    EXIT_IO,
     EXIT_OK,
-    EXIT_USAGE,
-    ConfigError,
-    HarvestmanError,
-    StorageError,
+    CommandFailure,
+    command_failure,
 )
+from harvestman.serve.ceiling import NetCeiling
 from harvestman.serve.jobspecs import (
     DedupJob,
     FetchJob,
@@ -34,12 +34,12 @@ from harvestman.serve.jobspecs import (
 from harvestman.serve.layout import CrawlPaths, read_json
 
 
-def _fetch(folder: Path, db: str, spec: FetchJob) -> tuple[int, str]:
+def _fetch(folder: Path, db: str, spec: FetchJob, network: dict[str, Any]) -> tuple[int, str]:
     from harvestman.batch import segments
     from harvestman.batch.crawldir import load_config
     from harvestman.launch.run import fetch_segment_run
 
-    cfg = load_config(folder, db, {"quiet": True})
+    cfg = load_config(folder, db, {**network, "quiet": True})
     path = segments.find_segment(folder, spec.segment)
     if segments.done(path, "fetched"):
         return EXIT_OK, f"segment {path.name} is fetched already"
@@ -50,15 +50,15 @@ def _fetch(folder: Path, db: str, spec: FetchJob) -> tuple[int, str]:
     return EXIT_OK, f"fetched segment {path.name}: {pages} pages"
 
 
-def run_step(folder: Path, db: str, spec: JobSpec) -> tuple[int, str]:
-    """Run one step on the crawl in `folder` (database `db`, '' for its crawl.db); its exit status
-    and message (errors raised as HarvestmanError)."""
+def run_step(folder: Path, db: str, spec: JobSpec, network: dict[str, Any]) -> tuple[int, str]:
+    """Run one step on the crawl in `folder` (database `db`, '' for its crawl.db) with the `network`
+    settings; its exit status and message (errors raised as HarvestmanError)."""
     if isinstance(spec, FetchJob):
-        return _fetch(folder, db, spec)
+        return _fetch(folder, db, spec, network)
     if isinstance(spec, GenerateJob | UpdatedbJob):
         from harvestman.batch.crawldir import load_config
 
-        cfg = load_config(folder, db)
+        cfg = load_config(folder, db, network)
         if isinstance(spec, GenerateJob):
             from harvestman.batch.generate import generate
 
@@ -111,27 +111,19 @@ def run(folder: Path, job_id: str) -> int:
     """Run job `job_id` of the served crawl in `folder`; its exit status."""
     paths = CrawlPaths(folder)
     try:
-        spec = spec_from_json(read_json(paths.jobs / f"{job_id}.json")["spec"])
+        state = read_json(paths.jobs / f"{job_id}.json")
+        spec = spec_from_json(state["spec"])
         db = str(read_json(paths.meta).get("db_url", ""))
-        status, message = run_step(paths.crawl_dir, db, spec)
-    except ConfigError as exc:
-        return _error(exc, EXIT_USAGE)
-    except StorageError as exc:
-        return _error(exc, EXIT_IO)
-    except HarvestmanError as exc:
-        return _error(exc, EXIT_FAILED)
-    except OSError as exc:  # a file of the crawl cannot be read or written
-        return _error(f"{exc.strerror or exc}" + (f" ({exc.filename})" if exc.filename else ""), EXIT_IO)
-    except KeyboardInterrupt:
-        return _error("interrupted", 130)
-    except Exception as exc:  # the job's message is one line, whatever went wrong
-        return _error(f"{type(exc).__name__}: {exc}", EXIT_FAILED)
+        # A state file without them (written by hand) gets the narrowest: public addresses only.
+        network = state.get("network") or NetCeiling().network({})
+        status, message = run_step(paths.crawl_dir, db, spec, network)
+    except (Exception, KeyboardInterrupt) as exc:
+        # The job's message is one line, whatever went wrong (an unexpected error by its type's name).
+        failure = command_failure(exc) or CommandFailure(
+            EXIT_FAILED, f"harvestman: error: {type(exc).__name__}: {exc}")
+        print(failure.line, file=sys.stderr)
+        return failure.exit_status
     print(message)
-    return status
-
-
-def _error(exc: object, status: int) -> int:
-    print(f"harvestman: error: {exc}", file=sys.stderr)
     return status
 
 

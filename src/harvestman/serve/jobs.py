@@ -9,7 +9,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from harvestman.model.errors import HarvestmanError
@@ -33,8 +32,10 @@ class JobRunner:
         self._lock = threading.Lock()
         self._mine: set[str] = set()  # jobs this server started (others' threads died with their server)
 
-    def start(self, paths: CrawlPaths, spec: JobSpec) -> str:
-        """Queue a job (it starts at once, after the crawl's jobs before it); its id."""
+    def start(self, paths: CrawlPaths, spec: JobSpec, network: dict[str, Any]) -> str:
+        """Queue a job (it starts at once, after the crawl's jobs before it); its id. The job runs
+        with `network` (the crawl's network settings under the server's ceiling) over those stored
+        with the crawl."""
         paths.jobs.mkdir(exist_ok=True)
         job_id = new_id()
         cmd = [sys.executable, "-m", "harvestman.serve.jobrunner", str(paths.folder), job_id]
@@ -48,6 +49,7 @@ class JobRunner:
             "pid": 0,
             "pid_start": None,
             "spec": spec_json(spec),
+            "network": network,
         }
         write_json(paths.jobs / f"{job_id}.json", state)
         self._mine.add(job_id)
@@ -96,8 +98,3 @@ class JobRunner:
                 state="failed", message="the server restarted while the job ran: its outcome is unknown"
             )
         return {key: state.get(key) for key in ("id", "type", "state", "message", "started", "ended")}
-
-
-def job_ids(folder: Path) -> list[str]:
-    """The ids of a crawl's jobs."""
-    return sorted(p.stem for p in (folder / "jobs").glob("*.json") if JOB_ID.fullmatch(p.stem))

@@ -7,6 +7,8 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from harvestman.serve.fcshapes import FIRECRAWL_PREFIXES, failure
+
 MAX_BODY = 1024 * 1024
 
 
@@ -32,7 +34,7 @@ class BodyLimit:
                 except ValueError:
                     declared = self.limit + 1
                 if declared > self.limit:
-                    await self._refuse(send)
+                    await self._refuse(scope, send)
                     return
         seen = 0
         started = False
@@ -56,10 +58,14 @@ class BodyLimit:
             await self.app(scope, counted, watched)
         except _TooLarge:
             if not started:
-                await self._refuse(send)
+                await self._refuse(scope, send)
 
-    async def _refuse(self, send: Send) -> None:
-        body = json.dumps({"detail": f"request body over {self.limit} bytes"}).encode()
+    async def _refuse(self, scope: Scope, send: Send) -> None:
+        message = f"request body over {self.limit} bytes"
+        # Firecrawl's clients read their errors in Firecrawl's shape.
+        shaped = failure(message, "PAYLOAD_TOO_LARGE") if scope["path"].startswith(FIRECRAWL_PREFIXES) else {
+            "detail": message}
+        body = json.dumps(shaped).encode()
         headers: list[Any] = [
             (b"content-type", b"application/json"),
             (b"content-length", str(len(body)).encode()),

@@ -15,11 +15,8 @@ from pathlib import Path
 
 from harvestman.model.errors import (
     EXIT_FAILED,
-    EXIT_IO,
-    EXIT_USAGE,
-    ConfigError,
     HarvestmanError,
-    StorageError,
+    command_failure,
 )
 from harvestman.serve.layout import CrawlPaths, read_json, write_json
 
@@ -42,17 +39,11 @@ def run(folder: Path) -> int:
         )
         check_crawl_order(cfg)
         status = run_crawl(cfg, metrics_file=paths.metrics)  # read by the server's /metrics
-    except ConfigError as exc:
-        print(f"harvestman: error: {exc}", file=sys.stderr)
-        status = EXIT_USAGE
-    except StorageError as exc:
-        print(f"harvestman: error: {exc}", file=sys.stderr)
-        status = EXIT_IO
-    except HarvestmanError as exc:
-        print(f"harvestman: error: {exc}", file=sys.stderr)
-        status = EXIT_FAILED
-    except KeyboardInterrupt:
-        status = 130
+    except (HarvestmanError, OSError, KeyboardInterrupt) as exc:
+        failure = command_failure(exc)
+        assert failure is not None  # every one of these has its status
+        print(failure.line, file=sys.stderr)
+        status = failure.exit_status
     finally:
         sys.stdout.flush()
         write_json(paths.exit, {"status": status, "ended": time.time(), "pid": os.getpid()})

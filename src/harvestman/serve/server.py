@@ -3,23 +3,25 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from harvestman.model.config import config_from_mapping
 from harvestman.model.errors import ConfigError
+from harvestman.serve.ceiling import NetCeiling
 from harvestman.serve.tokens import check_bind, load_token
 
 
 def serve(root: Path, host: str, port: int, token: str | None, db: str = "", *,
-          allow_net: tuple[str, ...] = (), resolve: tuple[str, ...] = ()) -> int:
+          net: Mapping[str, Any] | None = None) -> int:
     """Serve the crawls under `root` until interrupted; crawls go on running after the server ends.
-    `allow_net` and `resolve` are what the Firecrawl-shaped /v1 endpoints may reach, and how."""
+    `net` (allow_net, only_net, resolve, proxy) is the ceiling of everything it fetches for clients."""
     try:
         import uvicorn
     except ImportError:
         raise ConfigError("harvestman serve needs its extra: pip install 'harvestman[serve]'") from None
     root = Path(root)
-    config_from_mapping({"allow_net": list(allow_net), "resolve": list(resolve)})  # checked before serving
+    ceiling = NetCeiling.of(net or {})  # checked before serving
     try:
         root.mkdir(parents=True, exist_ok=True)
         root.chmod(0o700)  # the token, and database URLs, are kept here
@@ -29,7 +31,7 @@ def serve(root: Path, host: str, port: int, token: str | None, db: str = "", *,
     check_bind(host, found)
     from harvestman.serve.app import create_app
 
-    app = create_app(root, found.value, db, allow_net=allow_net, resolve=resolve)
+    app = create_app(root, found.value, db, ceiling=ceiling)
     if found.source == "new":
         print(
             f"harvestman: a new token, stored in {root / 'token'} (mode 0600): {found.value}", file=sys.stderr

@@ -52,10 +52,11 @@ def _checked_seeds(seeds: Any, cfg: CrawlConfig) -> list[str]:
         raise SettingsError("seeds must be a list of URLs", "seeds")
     if not seeds or len(seeds) > MAX_SEEDS:
         raise SettingsError(f"name between 1 and {MAX_SEEDS} seed URLs", "seeds")
+    # The command line's check, in its words; a request names its seeds on purpose, so any refused
+    # one refuses the request (the command line skips it with a note and goes on with the others).
     found = check_seeds(seeds, max_length=cfg.max_url_length)
-    if not found.valid:
-        note = "; ".join(found.notes) or "no valid seed URL"
-        raise SettingsError(f"no valid seed URL to start from: {note}", "seeds")
+    if found.refused:
+        raise SettingsError(found.refused[0], "seeds")
     return list(seeds)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from harvestman.crawl.stats import PAGE_STATES, PageCounts
+from harvestman.model.config import shown_setting
 from harvestman.model.errors import HarvestmanError
 from harvestman.model.records import UrlState
 from harvestman.serve.crawls import RUNNING_STATES, CrawlInfo
@@ -32,7 +33,8 @@ def summary(info: CrawlInfo, events: EventFigures) -> dict[str, Any]:
         "state": info.state,
         "seeds": list(info.seeds),
         "created": info.created,
-        "settings": info.settings,
+        # The server's --proxy is among them (its ceiling): its password is not the client's to see.
+        "settings": {name: shown_setting(name, value) for name, value in info.settings.items()},
         "counts": {s.name.lower(): 0 for s in UrlState},
         "pages": 0,
         "failed": 0,

@@ -67,9 +67,10 @@ class CrawlDir:
         """The crawl cycle's segments, one folder each."""
         return self.path / "segments"
 
-    def warc_files(self, *, open_files: bool = False) -> list[Path]:
-        """Every WARC file of the crawl, its segments' included (store/warc_read.py); `open_files`
-        adds those still being written."""
+    def warc_files(self, *, open_files: bool = True) -> list[Path]:
+        """Every WARC file of the crawl: its segments' and other machines' (DIR/machines/NAME/)
+        included, and those still being written or left open unless not `open_files`
+        (store/warc_read.py)."""
         return crawl_warc_files(self.path, open_files=open_files)
 
     def holds_crawl(self) -> bool:
@@ -96,7 +97,8 @@ class CrawlDir:
         cfg = cfg or CrawlConfig()
         keys = keys or HostKeys(cfg.host_key, cfg.resolve)
         return open_store(self.location, host_of=keys.key, per_host=cfg.per_host, delay=cfg.delay,
-                          lease_seconds=cfg.lease_seconds, read_only=read_only)
+                          lease_seconds=cfg.lease_seconds, read_only=read_only,
+                          outage_limit=cfg.db_outage_limit)
 
     def stored_settings(self) -> dict[str, Any]:
         """The settings stored with the crawl, crawl-wide and this folder's machine's (empty when

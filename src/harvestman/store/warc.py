@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import functools
 import http
 import os
@@ -401,6 +402,11 @@ class WarcWriter:
             self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o644)
         except OSError as exc:
             raise StorageError(f"cannot create WARC file {path}: {exc.strerror}") from None
+        # Held while the file is written (the kernel lets go when the process dies, kill -9 too):
+        # recover() on the same folder, by another process, leaves this file alone. A file system
+        # without locks (some network ones) only loses that guard.
+        with contextlib.suppress(OSError):
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         self._path = path
         self._final_name = str(self.directory / name)  # as named once finished: what WarcPlace says
         self._size = 0
@@ -479,20 +485,28 @@ def complete_length(path: Path) -> int:
 
 
 def recover(directory: Path) -> list[Path]:
-    """Cut every `.warc.gz.open` file in `directory` to its last complete record and finish it."""
+    """Cut every `.warc.gz.open` file in `directory` left by a stopped or killed process to its last
+    complete record and finish it; the finished files. A file a live process is writing (it holds
+    the file's lock: another worker with the same `--out`) is left alone."""
     done: list[Path] = []
     for path in sorted(Path(directory).glob(f"*.warc.gz{OPEN_SUFFIX}")):
         final = path.with_name(path.name.removesuffix(OPEN_SUFFIX))
         try:
-            good = complete_length(path)
-            if good == 0:
-                path.unlink()  # not even the warcinfo record made it: nothing to keep
-                continue
             with open(path, "r+b") as f:
+                try:
+                    fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue  # being written
+                good = complete_length(path)
+                if good == 0:
+                    path.unlink()  # not even the warcinfo record made it: nothing to keep
+                    continue
                 f.truncate(good)
                 f.flush()
                 os.fsync(f.fileno())
-            os.replace(path, final)
+                os.replace(path, final)
+        except FileNotFoundError:
+            continue  # finished by its writer since it was listed
         except OSError as exc:
             raise StorageError(f"cannot recover WARC file {path}: {exc.strerror}") from None
         done.append(final)

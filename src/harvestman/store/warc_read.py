@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import os
 from collections import defaultdict
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
@@ -22,13 +23,18 @@ from harvestman.model.records import Headers
 from harvestman.store.warc import OPEN_SUFFIX, complete_length
 
 HTML_TYPES = ("text/html", "application/xhtml+xml")
-_PATTERNS = ("warc/*.warc.gz", "segments/*/warc/*.warc.gz")
+MACHINES_DIR = "machines"  # DIR/machines/NAME/: the folders (`--out`) of a shared crawl's other machines
+_ONE_MACHINE = ("warc/*.warc.gz", "segments/*/warc/*.warc.gz")
+_PATTERNS = (*_ONE_MACHINE, *(f"{MACHINES_DIR}/*/{pattern}" for pattern in _ONE_MACHINE))
 
 
-def crawl_warc_files(folder: Path, *, open_files: bool = False) -> list[Path]:
-    """Every WARC file of a crawl: the segments' (DIR/segments/*/warc/) and the continuous crawl's
-    (DIR/warc/), sorted by path, so a folder's files come in the order written (their names start with
-    a timestamp); with `open_files`, the files still being written (`.warc.gz.open`) too."""
+def crawl_warc_files(folder: Path, *, open_files: bool = True) -> list[Path]:
+    """Every WARC file of a crawl: the continuous crawl's (DIR/warc/), the segments'
+    (DIR/segments/*/warc/), and the same in each other machine's folder copied or written into
+    DIR/machines/NAME/; sorted by path, so a folder's files come in the order written (their names
+    start with a timestamp). Files still being written, or left open by a killed machine
+    (`.warc.gz.open`), are in unless `open_files` is false: readers read them up to their last whole
+    record."""
     folder = Path(folder)
     return sorted(p for pattern in _patterns(_PATTERNS, open_files) for p in folder.glob(pattern))
 
@@ -77,17 +83,53 @@ class ReadCounts:
     torn_files: int = 0  # open files whose last bytes were not a whole record yet
 
 
-def _stream(path: Path, counts: ReadCounts | None) -> BinaryIO:
+class _Prefix(io.RawIOBase):
+    """The first `length` bytes of a file, read from disk as asked for (a killed machine's open file
+    may be a GiB: never held in memory whole)."""
+
+    def __init__(self, raw: io.BufferedReader, length: int) -> None:
+        super().__init__()
+        self._raw, self._length = raw, length
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence == io.SEEK_END:
+            offset, whence = self._length + offset, io.SEEK_SET
+        return self._raw.seek(offset, whence)
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        room = max(0, self._length - self._raw.tell())
+        return self._raw.readinto(view[: min(len(view), room)]) or 0
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+def whole_records(path: Path, counts: ReadCounts | None = None) -> BinaryIO:
     """`path` opened for reading; an open file only up to its last complete gzip member, since the
-    writer may be half-way through one (warcio reads a cut member as a short record, silently)."""
+    writer may be half-way through one, or was killed in one (warcio reads a cut member as a short
+    record, silently)."""
     stream = path.open("rb")
     if not is_open(path):
         return stream
-    with stream:
-        data = stream.read(complete_length(path))
-        if counts is not None and stream.read(1):
+    try:
+        length = complete_length(path)
+        if counts is not None and os.fstat(stream.fileno()).st_size > length:
             counts.torn_files += 1
-    return io.BytesIO(data)
+    except BaseException:
+        stream.close()
+        raise
+    return io.BufferedReader(_Prefix(stream, length))
 
 
 def warc_records(path: Path, kinds: Collection[str], counts: ReadCounts | None = None,
@@ -98,7 +140,7 @@ def warc_records(path: Path, kinds: Collection[str], counts: ReadCounts | None =
     from warcio.archiveiterator import ArchiveIterator  # imported here: only jobs reading WARC need it
 
     try:
-        with _stream(path, counts) as stream:
+        with whole_records(path, counts) as stream:
             records = ArchiveIterator(stream)
             for record in records:
                 if record.rec_type not in kinds:
@@ -195,7 +237,7 @@ def responses_in(files: Collection[Path], *, html_only: bool = True, ok_only: bo
 
 
 def stored_responses(folder: Path, *, html_only: bool = True, ok_only: bool = True, latest: bool = False,
-                     urls: Collection[str] | None = None, open_files: bool = False, bodies: bool = True,
+                     urls: Collection[str] | None = None, open_files: bool = True, bodies: bool = True,
                      counts: ReadCounts | None = None) -> Iterator[StoredResponse]:
     """The responses stored by the crawl in `folder` (every file of crawl_warc_files), filtered as
     responses_in says."""
