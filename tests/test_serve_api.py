@@ -223,15 +223,17 @@ def test_jobs_run_cycle_steps(server: ServeProcess, done_crawl: dict[str, Any]) 
     for body in ({"type": "invertlinks"}, {"type": "index"}):
         job = _run_job(server, base, body)
         assert job["state"] == "finished", job
-    assert server.call("POST", base, {"type": "rm -rf"}).status == 422
-    assert server.call("POST", base, {"type": "generate", "top_n": "x"}).status == 422
-    assert server.call("POST", base, {"type": "fetch", "segment": "../../etc"}).status == 422
-    refused = server.call("POST", base, {"type": "rank", "damping": 1.5})
-    assert refused.status == 422 and "damping" in refused.json()["detail"]
-    assert server.call("POST", base, {"type": "index", "rebuild": "yes"}).status == 422
-    assert (
-        server.call("POST", base, {"type": "dedup", "distance": 3, "allow_net": ["0.0.0.0/0"]}).status == 422
-    )
+    for body, field in (  # each refused naming the option at fault
+        ({"type": "rm -rf"}, "type"),
+        ({"type": "generate", "top_n": "x"}, "top_n"),
+        ({"type": "fetch", "segment": "../../etc"}, "segment"),
+        ({"type": "rank", "damping": 1.5}, "damping"),
+        ({"type": "index", "rebuild": "yes"}, "rebuild"),
+        ({"type": "dedup", "distance": 3, "allow_net": ["0.0.0.0/0"]}, "allow_net"),
+    ):
+        refused = server.call("POST", base, body)
+        assert refused.status == 422 and refused.json()["field"] == field, (body, refused.body)
+        assert field in refused.json()["detail"]
     assert server.call("GET", f"{base}/0123456789ab").status == 404
     assert server.call("GET", f"{base}/..%2F..%2Fserve").status == 404
 
