@@ -27,8 +27,7 @@ def serve(root: Path, host: str, port: int, token: str | None, db: str = "", *,
     ceiling = NetCeiling.of(net or {})
     given = given_token(token)
     check_bind(host, given)  # a refused start makes nothing: no folder, no token file
-    shown = f"http://{f'[{host}]' if ':' in host else host}:{port}/"
-    sock = listen(host, port, shown)  # a port in use is refused before anything is made or said
+    sock = listen(host, port)  # a port in use is refused before anything is made or said
     try:
         try:
             root.mkdir(parents=True, exist_ok=True)
@@ -47,14 +46,14 @@ def serve(root: Path, host: str, port: int, token: str | None, db: str = "", *,
               file=sys.stderr)
     elif found.source == "file":  # shown only when made: say where it is
         print(f"harvestman: the token is in {root / 'token'}", file=sys.stderr)
-    print(f"harvestman: serving {root} at {shown}", file=sys.stderr, flush=True)
+    print(f"harvestman: serving {root} at {_url(host, sock.getsockname()[1])}", file=sys.stderr, flush=True)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                             proxy_headers=True)
     uvicorn.Server(config).run(sockets=[sock])
     return 0
 
 
-def listen(host: str, port: int, shown: str) -> socket.socket:
+def listen(host: str, port: int) -> socket.socket:
     """A socket listening on `host`:`port`; a ConfigError (one line, exit status 2) if it cannot be."""
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
     try:
@@ -63,9 +62,14 @@ def listen(host: str, port: int, shown: str) -> socket.socket:
         sock.listen(2048)
     except OverflowError:  # a port past 65535
         sock.close()
-        raise ConfigError(f"cannot listen at {shown}: --port is 0 to 65535") from None
+        raise ConfigError(f"cannot listen at {_url(host, port)}: --port is 0 to 65535") from None
     except OSError as exc:
         sock.close()
         why = "another server listens there; choose another --port" if exc.errno == errno.EADDRINUSE else ""
-        raise ConfigError(f"cannot listen at {shown}: {why or exc.strerror or exc}") from None
+        raise ConfigError(f"cannot listen at {_url(host, port)}: {why or exc.strerror or exc}") from None
     return sock
+
+
+def _url(host: str, port: int) -> str:
+    host = host.strip("[]")
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}/"
