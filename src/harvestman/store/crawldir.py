@@ -67,6 +67,10 @@ class CrawlDir:
         """The crawl cycle's segments, one folder each."""
         return self.path / "segments"
 
+    def event_logs(self) -> list[Path]:
+        """The crawl's events logs (store/journal.py): its own and each segment's."""
+        return [self.path / "events.jsonl", *sorted(self.segments_dir.glob("*/events.jsonl"))]
+
     def warc_files(self, *, open_files: bool = False) -> list[Path]:
         """Every WARC file of the crawl, its segments' included (store/warc_read.py); `open_files`
         adds those still being written."""
