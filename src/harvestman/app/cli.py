@@ -210,7 +210,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(cli_search.dashed_query(parser, list(sys.argv[1:] if argv is None else argv)))
     try:
         if args.command == "crawl" and args.rounds is not None:
             return cli_cycle.run_rounds(args)
