@@ -166,7 +166,8 @@ def test_category_filter_from_the_page_features(tmp_path: Path, crawled: tuple[P
 
 
 @pytest.mark.parametrize("query", ["==", "*", '""', "  "])
-def test_a_query_with_no_word_is_one_line_and_exit_2(crawled: tuple[Path, dict[str, str]], query: str) -> None:
+def test_a_query_with_no_word_is_one_line_and_exit_2(crawled: tuple[Path, dict[str, str]],
+                                                     query: str) -> None:
     out, _ = crawled
     bad = run_cli("search", str(out), query)
     assert bad.returncode == 2, bad.stderr

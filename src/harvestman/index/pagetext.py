@@ -24,8 +24,9 @@ _CHROME = ("header, footer, [role=banner], [role=contentinfo], div#footer, div.f
 # Where a page says where its own content is (HTML5 main, ARIA main, article; Sphinx's div.body).
 _MAIN = ("main", "[role=main]", "article")
 _HEADINGS = "h1, h2, h3, h4, h5, h6"
-# Elements that start and end a run of words: a space before and after each. Text is joined without one elsewhere, so that
-# a code block's highlighted tokens read as written (`sorted([5, 2])`, not `sorted ([ 5 , 2 ])`).
+# Elements that start and end a run of words: a space before and after each. Text is joined without
+# one elsewhere, so that a code block's highlighted tokens read as written (`sorted([5, 2])`, not
+# `sorted ([ 5 , 2 ])`).
 _BREAKS = ("address, article, aside, blockquote, br, caption, dd, details, div, dl, dt, figcaption, figure,"
            " footer, form, h1, h2, h3, h4, h5, h6, header, hr, li, main, nav, ol, option, p, pre, section,"
            " summary, table, td, th, tr, ul")
