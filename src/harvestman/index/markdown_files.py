@@ -87,6 +87,11 @@ def _converted_apart(responses: Iterable[StoredResponse], folder: Path,
     converting overlap, with at most a few batches a process read ahead (their bodies in memory)."""
     from concurrent.futures import Future, ProcessPoolExecutor
 
+    from harvestman.index.features import detect_language
+
+    # The language model loaded here, once: forked workers share it (each loading its own cost as
+    # much CPU as converting a hundred pages).
+    detect_language("the language model is loaded before the workers start")
     ahead: deque[Future[list[MarkdownPage]]] = deque()
     with ProcessPoolExecutor(processes, initializer=_quiet_worker) as pool:
         found = iter(responses)
