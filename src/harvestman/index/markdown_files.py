@@ -57,17 +57,17 @@ def stored_page(found: StoredResponse, folder: Path) -> MarkdownPage:
     return markdown_page(html_text(found.body or b"", found.content_type), found.url, provenance)
 
 
-def crawl_pages(folder: Path, processes: int = 0) -> Iterator[MarkdownPage]:
+def crawl_pages(folder: Path) -> Iterator[MarkdownPage]:
     """The Markdown of every HTML 200 response in the crawl's WARC files (segments' and files still
     being written included), in the order stored: each file read once, bodies and all (write_markdown
-    keeps each URL's last). The pages are converted by `processes` processes (0: one a core)."""
+    keeps each URL's last). The pages are converted in one process a core."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ConfigError(f"{folder} is not a crawl folder")
     if not CrawlDir(folder).warc_files(open_files=True):
         raise ConfigError(f"{folder} holds no WARC files (DIR/warc/*.warc.gz, DIR/segments/*/warc/)")
     responses = stored_responses(folder, open_files=True)
-    processes = processes or os.cpu_count() or 1
+    processes = os.cpu_count() or 1
     if processes == 1:
         return (stored_page(found, folder) for found in responses)
     return _converted_apart(responses, folder, processes)
