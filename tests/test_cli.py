@@ -228,11 +228,12 @@ def test_config_file_sets_options_and_the_command_line_overrides_it(web: Web, tm
         ("[crawl]\nextra_headers = 5\n", "extra_headers"),
         ("seeds = 5\n", "seeds"),
         ("[fetch]\nper_host = 1\n", "'per_host' belongs in [politeness], not in [fetch]"),
+        (b"user_agent = 'caf\xe9'\n", "is not UTF-8 text (byte 0xe9 at offset 17)"),  # Latin-1
     ],
 )
-def test_a_bad_config_file_gets_exit_2_and_one_line(tmp_path: Path, text: str, message: str) -> None:
+def test_a_bad_config_file_gets_exit_2_and_one_line(tmp_path: Path, text: str | bytes, message: str) -> None:
     config = tmp_path / "bad.toml"
-    config.write_text(text)
+    config.write_bytes(text if isinstance(text, bytes) else text.encode())
     done = run_cli("crawl", "http://x.invalid/", "--out", str(tmp_path / "out"), "--config", str(config))
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -261,3 +262,45 @@ def test_a_host_stops_at_its_page_budget_and_the_rest_is_recorded(tmp_path: Path
         assert over and all(r.state == UrlState.GONE for r in over)
         assert "budget of 6 pages" in over[0].error_message
         assert not frontier.counts()[UrlState.UNFETCHED]  # nothing left waiting: the crawl ended
+
+
+def test_a_host_stays_busy_until_the_last_of_its_fetches_in_flight_ends(tmp_path: Path) -> None:
+    import threading
+
+    from tests.support.httpserver import RouteHandler, RouteServer
+
+    released = {"/slow1": threading.Event(), "/slow2": threading.Event()}
+
+    def held(handler: RouteHandler) -> None:
+        released[handler.path].wait(timeout=10)
+        handler.send_simple(200, {"Content-Type": "text/html"}, b"<p>slow</p>")
+
+    page = (200, {"Content-Type": "text/html"}, b'<a href="/slow1">1</a><a href="/slow2">2</a>')
+    with RouteServer({"/": page, "/robots.txt": (404, {}, b""), "/slow1": held, "/slow2": held},
+                     host="127.1.0.10") as server:
+        events: list[Event] = []
+        cfg = CrawlConfig(seeds=(server.url("/"),), out_dir=tmp_path / "out", allow_net=("127.1.0.0/16",))
+        crawler = Crawler(cfg, on_event=events.append)
+
+        async def until(check: Callable[[], bool]) -> None:
+            for _ in range(500):  # 10 s at most
+                if check():
+                    return
+                await asyncio.sleep(0.02)
+            raise AssertionError("not reached in 10 s")
+
+        async def main() -> tuple[frozenset[str], frozenset[str]]:
+            task = asyncio.create_task(crawler.run())
+            await until(lambda: server.paths.count("/slow1") + server.paths.count("/slow2") == 2)
+            both = crawler.stats.snapshot().busy_hosts
+            released["/slow1"].set()  # one of the host's two fetches ends, the other is in flight
+            await until(lambda: any(e.url.endswith("/slow1") for e in events if e.kind == EventKind.FETCHED)
+                        and crawler.stats.in_flight == 1)
+            one = crawler.stats.snapshot().busy_hosts
+            released["/slow2"].set()
+            await task
+            return both, one
+
+        both, one = asyncio.run(main())
+        assert both == one == {"127.1.0.10"}
+        assert not crawler.stats.busy_hosts

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +19,12 @@ from hypothesis import strategies as st
 from warcio.archiveiterator import ArchiveIterator
 
 from harvestman import CrawlConfig, Crawler
-from harvestman.index.markdown import Chunk, blocks, chunk_markdown, page_markdown
+from harvestman.index.markdown import Chunk, MarkdownPage, Provenance, blocks, chunk_markdown, page_markdown
+from harvestman.index.markdown_files import write_markdown
+from harvestman.launch.report import export_records
 from harvestman.model.errors import EXIT_USAGE
+from harvestman.store import warc_read
+from harvestman.store.crawldir import CrawlDir
 from tests.support.crawlcheck import run_cli
 from tests.support.markdownsite import CODE, GUIDE, REFERENCE, SQL, write_markdown_site
 from tests.support.nginx import NginxServer, free_port
@@ -333,3 +338,57 @@ def test_export_of_a_folder_without_warc_files_and_a_bad_chunk_size_setting(tmp_
                    "--markdown-chunk-size", "-1")
     assert done.returncode == EXIT_USAGE
     assert "markdown_chunk_size must be >= 0" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_page_fetched_again_exports_its_last_response_each_warc_file_read_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "www"
+    write_markdown_site(root / HOST)
+    out = tmp_path / "out"
+    with NginxServer(root, [HOST], free_port(HOST)) as server:
+        done = run_cli("crawl", server.url(HOST, "/"), "--out", str(out), "--allow-net", NET, "-q")
+        assert done.returncode == 0, done.stderr
+        guide = root / HOST / "guide" / "greeting.html"
+        guide.write_text(guide.read_text().replace("This guide", "A revised paragraph. This guide"))
+        done = run_cli("recrawl", str(out), "--all", "--strategy", "full", "-q")  # the guide's 2nd response
+        assert done.returncode == 0, done.stderr
+        guide_url = server.url(HOST, "/guide/greeting.html")
+    reads: Counter[Path] = Counter()
+    every_record = warc_read.warc_records
+
+    def counted(path: Path, *args: Any, **kwargs: Any) -> Any:
+        reads[path] += 1
+        yield from every_record(path, *args, **kwargs)
+
+    monkeypatch.setattr(warc_read, "warc_records", counted)
+    monkeypatch.setattr(warc_read, "read_response", lambda *_: pytest.fail("a record read again"))
+    for target in (tmp_path / "md.jsonl", tmp_path / "md.parquet"):
+        reads.clear()
+        written = export_records(out, target.suffix[1:], target, what="markdown", chunk_size=150)
+        assert sorted(reads) == CrawlDir(out).warc_files() and set(reads.values()) == {1}
+        pages = _read(target)
+        assert written.count == len(pages) == len({r["url"] for r in pages}) == 3
+        [row] = [r for r in pages if r["url"] == guide_url]
+        assert "A revised paragraph." in row["markdown"] and row["warc_file"].startswith("segments/")
+        _check_provenance(out, pages)
+        chunks = _read(target.with_name(f"md-chunks{target.suffix}"))
+        assert {c["warc_record_id"] for c in chunks if c["url"] == guide_url} == {row["warc_record_id"]}
+
+
+@pytest.mark.parametrize("fmt", ["jsonl", "parquet"])
+def test_a_newer_response_read_after_the_older_one_replaces_its_rows(tmp_path: Path, fmt: str) -> None:
+    def made(record: str, date: str, text: str) -> MarkdownPage:
+        return MarkdownPage("http://a.test/", "A", "en", f"# A\n\n{text}\n",
+                            Provenance(record, "warc/b.warc.gz", 10, date))
+
+    other = MarkdownPage("http://b.test/", "B", "en", "# B\n\nb\n",
+                         Provenance("<urn:b>", "warc/b.warc.gz", 90, "x"))
+    pages = [made("<urn:old>", "2026-01-01T00:00:00Z", "old words"), other,
+             made("<urn:new>", "2026-02-01T00:00:00Z", "new words"),
+             made("<urn:older>", "2025-12-01T00:00:00Z", "older words")]
+    target = tmp_path / f"md.{fmt}"
+    assert write_markdown(pages, target, fmt, 100) == (2, 2)
+    rows = {r["url"]: r for r in _read(target)}
+    assert rows["http://a.test/"]["warc_record_id"] == "<urn:new>" and len(rows) == 2
+    chunks = _read(target.with_name(f"md-chunks.{fmt}"))
+    assert sorted(c["warc_record_id"] for c in chunks) == ["<urn:b>", "<urn:new>"]

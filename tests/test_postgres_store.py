@@ -311,7 +311,7 @@ def test_without_psycopg_the_error_says_what_to_install() -> None:
             "from harvestman.model.errors import ConfigError\n"
             "try:\n    import harvestman.store.postgres\nexcept ConfigError as exc:\n    print(exc)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "pip install 'harvestman[postgres]'" in out.stdout
+    assert "pip install '.[postgres]'" in out.stdout
 
 
 def test_open_store_opens_postgresql_locations(postgres_url: str) -> None:

@@ -7,6 +7,7 @@ import dataclasses
 import re
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -78,3 +79,19 @@ def test_a_new_crawl_where_one_is_stored_is_refused_in_the_librarys_words(tmp_pa
         assert "--" not in message, message
         # And the setting it names does what it says.
         list(harvestman.Crawler(dataclasses.replace(config, resume=True)))
+
+
+def test_the_set_up_makes_a_virtual_environment_and_names_the_python_it_needs() -> None:
+    """Debian's Python refuses `pip install .` outside a virtual environment (PEP 668), and harvestman
+    is not on PyPI: the set-up makes one first, says the version pyproject.toml requires, and every
+    extra is installed from the checkout."""
+    pyproject = tomllib.loads((README.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    version = pyproject["project"]["requires-python"].removeprefix(">=")
+    text = README.read_text(encoding="utf-8")
+    set_up = text.split("## Set-up", 1)[1].split("\n## ", 1)[0]
+    commands = re.findall(r"^```sh\n(.*?)^```", set_up, re.MULTILINE | re.DOTALL)[0]
+    assert commands.index("-m venv") < commands.index("pip install .")
+    assert f"Python {version} or newer" in set_up
+    docs = README.parent / "docs"
+    for doc in (README, *sorted(docs.glob("*.md")), docs / "harvestman.example.toml"):
+        assert not re.search(r"pip install '?harvestman\[", doc.read_text(encoding="utf-8")), doc

@@ -179,8 +179,13 @@ def test_sitemap_sends_no_request_for_pages_its_lastmod_says_are_unchanged(web: 
 
 def test_due_against_all_and_the_schedule(web: Web, tmp_path: Path) -> None:
     out = _copy(web, tmp_path)
-    # The continuous crawl scheduled nothing: nothing is due.
+    # The continuous crawl scheduled nothing: nothing is due, and the table says how to check all;
+    # -q prints neither.
     assert _recrawl(out)["checked"] == 0
+    quiet = run_cli("recrawl", str(out), *NET, "-q")
+    assert (quiet.returncode, quiet.stdout, quiet.stderr) == (0, "", "")
+    told = run_cli("recrawl", str(out), *NET)
+    assert "checked            0" in told.stdout and "recrawl DIR --all` checks every one" in told.stderr
     first = _recrawl(out, "--all", "--schedule", "adaptive", "--fetch-interval", "1000")
     assert first["checked"] == 2 * PAGES + 4  # pages, index pages, sitemaps (robots.txt is no URL)
     rows = _records(out)
@@ -190,7 +195,9 @@ def test_due_against_all_and_the_schedule(web: Web, tmp_path: Path) -> None:
     # Not due yet: a re-crawl of the due URLs checks nothing; all of them again, and the adaptive
     # schedule grows the unchanged pages' interval (x1.4), shrinks the changed ones' (x0.9 minor,
     # x0.8 major).
-    assert _recrawl(out)["checked"] == 0
+    idle = _recrawl(out)
+    assert idle["checked"] == 0
+    assert idle["next_due"] == pytest.approx(min(rows[url].next_fetch_time for url in _pages(web)), abs=5)
     _recrawl(out, "--all", "--schedule", "adaptive", "--fetch-interval", "1000")
     rows = _records(out)
     factors = {"unchanged": 1.4, "minor": 0.9, "major": 0.8}

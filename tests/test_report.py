@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import io
 import json
+import shutil
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -15,7 +16,7 @@ from rich.console import Console
 from warcio.archiveiterator import ArchiveIterator
 
 from harvestman.launch.progress import SUMMARY_HOSTS, print_summary
-from harvestman.launch.report import export_records
+from harvestman.launch.report import export_records, run_figures
 from harvestman.model.config import SECTION_OF, CrawlConfig, config_from_mapping, load_toml
 from harvestman.model.records import FetchOutcome, NewUrl, UrlState
 from harvestman.store.sqlite_store import SqliteStore
@@ -206,3 +207,51 @@ def test_example_config_documents_every_setting_at_its_default() -> None:
     default = CrawlConfig()
     changed = {name for name in fields if getattr(cfg, name) != getattr(default, name)}
     assert changed == {"seeds"}, changed
+
+
+def _log(path: Path, *lines: tuple[str, float, str]) -> Path:
+    """An events log of (kind, time, more JSON fields) lines, as store/journal.py writes them."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("".join(f'{{"kind": "{kind}", "time": {when}{more}}}\n' for kind, when, more in lines))
+    return path
+
+
+def test_runs_are_read_from_the_events_logs_workers_kills_and_segments(tmp_path: Path) -> None:
+    fetched = ', "url": "http://a.test/", "status": 200, "bytes": 100'
+    _log(tmp_path / "events.jsonl",
+         # two worker processes of one run, each with its start and end
+         ("crawl_started", 1000.0, ""), ("crawl_started", 1000.1, ""), ("fetched", 1001.0, fetched),
+         ("fetched", 1002.0, fetched), ("crawl_finished", 1003.0, ""), ("crawl_finished", 1004.0, ""),
+         # a day later: a run killed after its first page, then resumed an hour on
+         ("crawl_started", 87400.0, ""), ("fetched", 87402.0, fetched),
+         ("crawl_started", 91000.0, ""), ("fetched", 91001.0, fetched), ("crawl_finished", 91002.0, ""))
+    _log(tmp_path / "segments" / "20270101000000" / "events.jsonl",  # a re-crawl's segment: two 304s
+         ("crawl_started", 200000.0, ""), ("fetched", 200001.0, fetched.replace("200", "304")),
+         ("fetched", 200002.0, fetched.replace("200", "304")), ("crawl_finished", 200003.0, ""))
+    runs = run_figures(tmp_path)
+    assert (runs["count"], runs["responses"], runs["bytes"]) == (4, 6, 600)
+    assert runs["seconds"] == pytest.approx(4.0 + 2.0 + 2.0 + 3.0)  # no idle day between
+    assert runs["pages_per_second"] == pytest.approx(6 / 11)
+    last = runs["last"]
+    assert (last["responses"], last["not_modified"], last["bytes"], last["seconds"]) == (2, 2, 200, 3.0)
+    assert run_figures(tmp_path / "none") == {}
+
+
+def test_status_after_a_recrawl_tells_the_last_run_and_all_runs(crawled: tuple[RouteServer, Path],
+                                                                 tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    shutil.copytree(crawled[1], out)
+    first = json.loads(run_cli("status", str(out), "--json").stdout)
+    done = run_cli("recrawl", str(out), "--all", "-q")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(run_cli("status", str(out), "--json").stdout)
+    runs, before = report["runs"], first["runs"]
+    assert runs["count"] == before["count"] + 1
+    assert runs["responses"] == before["responses"] + runs["last"]["responses"]
+    assert runs["bytes"] == before["bytes"] + runs["last"]["bytes"]
+    assert runs["last"]["responses"] == first["states"]["fetched"]  # every fetched URL checked again
+    assert runs["last"]["not_modified"] == 0  # RouteServer gives no validators: full GETs, same bodies
+    assert report["states"]["not_modified"] > 0 and report["states"]["fetched"] == 0
+    assert report["pages_per_second"] == pytest.approx(runs["responses"] / runs["seconds"])
+    text = run_cli("status", str(out)).stdout
+    assert "last run" in text and "responses in all runs" in text

@@ -80,13 +80,18 @@ def crawled(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, s
     tmp = tmp_path_factory.mktemp("search")
     port = free_port(HOSTS[0])
     site = write_site(tmp / "site", port)
+    # The front page at its file's address too (its twin), and a code block of highlighted tokens.
+    python = tmp / "site" / HOSTS[0] / "python.html"
+    python.write_text(python.read_text().replace("</main>", (
+        "<a href='/index.html'>the welcome page</a><pre><span>sorted</span><span>([</span><span>5</span>"
+        "<span>,</span> 2])</pre></main>")))
     out = tmp / "out"
     with NginxServer(tmp / "site", HOSTS, port):
         done = run_cli("crawl", site["front"], "--out", str(out), *NET)
     assert done.returncode == 0, done.stderr
     done = run_cli("index", str(out))
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("7 pages in the index (7 added, 0 replaced"), done.stdout  # hidden left out
+    assert done.stdout.startswith("8 pages in the index (8 added, 0 replaced"), done.stdout  # hidden left out
     return out, site
 
 
@@ -129,8 +134,9 @@ def test_site_limit_and_the_library_call(crawled: tuple[Path, dict[str, str]]) -
     assert isinstance(found, SearchResults) and found.total == 2 and found.query == "ownership"
     assert all(isinstance(h, SearchHit) for h in found.hits)
     assert {h.url for h in found.hits} == {site["rust"], site["copy"]}
+    assert "searched as the plain words 'title:(unclosed'" in harvestman.search(out, "title:(unclosed").note
     with pytest.raises(QueryError):
-        harvestman.search(out, "title:(unclosed")
+        harvestman.search(out, "==")
 
     done = run_cli("search", str(out), "sorting")  # the text form: title, URL, marked snippet
     assert done.returncode == 0 and "Python tutorial" in done.stdout and "Sorting" in done.stdout
@@ -149,7 +155,7 @@ def test_category_filter_from_the_page_features(tmp_path: Path, crawled: tuple[P
     try:
         done = run_cli("index", str(out))
         assert done.returncode == 0, done.stderr
-        assert "(0 added, 2 replaced, 0 removed, 5 unchanged)" in done.stdout, done.stdout
+        assert "(0 added, 2 replaced, 0 removed, 6 unchanged)" in done.stdout, done.stdout
         assert urls(search_json(out, "python", "--category", "tutorial")) == [site["python"]]
         assert urls(search_json(out, "python", "--category", "zoo")) == [site["other"]]
         assert urls(search_json(out, "category:zoo")) == [site["other"]]
@@ -159,8 +165,9 @@ def test_category_filter_from_the_page_features(tmp_path: Path, crawled: tuple[P
         assert run_cli("index", str(out)).returncode == 0
 
 
-@pytest.mark.parametrize("query", ["title:(unclosed", "nosuchfield:word", '"open phrase', "  "])
-def test_a_bad_query_is_one_line_and_exit_2(crawled: tuple[Path, dict[str, str]], query: str) -> None:
+@pytest.mark.parametrize("query", ["==", "*", '""', "  "])
+def test_a_query_with_no_word_is_one_line_and_exit_2(crawled: tuple[Path, dict[str, str]],
+                                                     query: str) -> None:
     out, _ = crawled
     bad = run_cli("search", str(out), query)
     assert bad.returncode == 2, bad.stderr
@@ -188,6 +195,8 @@ def test_missing_index_and_crawl_are_clear_errors(tmp_path: Path) -> None:
     ('(a OR "b c")^2 NOT d', Clauses((Boost(AnyOf((Word("a"), Phrase("b c"))), 2.0), Not(Word("d"))))),
     ("title:(a OR b)", AnyOf((Word("a", "title"), Word("b", "title")))),
     ("url:http://x/a-b and", Clauses((Word("http://x/a-b", "url"), Word("and")))),
+    ("sort~1 title:list~", Clauses((Word("sort", fuzzy=1), Word("list", "title", fuzzy=2)))),
+    ('"a b"~3^2', Boost(Phrase("a b", slop=3), 2.0)),
 ])
 def test_the_query_language_parses_as_a_user_reads_it(query: str, tree: object) -> None:
     assert parse_query(query) == tree
@@ -203,7 +212,8 @@ def test_the_query_language_parses_as_a_user_reads_it(query: str, tree: object) 
     ("-a -b", "only leaves pages out"), ("socket OR NOT asyncio", "OR cannot join"),
     ("socket && !asyncio", "operators are"), ("!asyncio a", "operators are"), ("a ...", "no letter"),
     ("nosuchfield:word", "unknown field"), ("title: word", "followed directly"), ("x^y", "a number"),
-    ("a ^2", "boost"), ("   ", "empty query"),
+    ("a ^2", "boost"), ("   ", "empty query"), ("so~rt", "~ follows a word"), ("sort~3", "~ follows a word"),
+    ("sock*~1", "not both"), ('"a b"~x', "a number of words apart"),
 ])
 def test_syntax_the_language_cannot_take_is_a_query_error(query: str, reason: str) -> None:
     with pytest.raises(QueryError, match=re.escape(reason)) as caught:
@@ -229,14 +239,44 @@ def test_and_not_prefixes_and_the_sql_search_over_a_real_index(crawled: tuple[Pa
     assert {row["url"] for row in json.loads(done.stdout)} == without_lists
 
 
-@pytest.mark.parametrize("query", ["*", "*thon", "py*on", "python && !lists", "python OR NOT lists",
-                                   '"sav*"', "title: python"])
-def test_syntax_once_read_silently_is_one_line_and_exit_2(crawled: tuple[Path, dict[str, str]],
-                                                          query: str) -> None:
-    out, _ = crawled
-    bad = run_cli("search", str(out), query)
-    assert bad.returncode == 2, (bad.stdout, bad.stderr)
-    assert bad.stderr.startswith("harvestman: error: bad query ") and bad.stderr.count("\n") == 1, bad.stderr
+@pytest.mark.parametrize(("query", "words"), [
+    ("*thon", "*thon"), ("py*on", "py*on"), ("python && !lists", "python !lists"),
+    ("python OR NOT lists", "python OR NOT lists"), ('"sav*"', "sav*"), ("title: python", "title: python"),
+    ("title:(unclosed", "title:(unclosed"), ("nosuchfield:word", "nosuchfield:word"),
+    ('"open phrase', "open phrase"), ("FATAL: no python entry", "FATAL: no python entry"),
+    ("0.1 + 0.2", "0.1 0.2"), ('== "__main__"', "__main__"), ("-sort", "-sort"), ("sort~9", "sort~9"),
+])
+def test_what_the_language_cannot_read_is_searched_as_plain_words_with_a_note(
+        crawled: tuple[Path, dict[str, str]], query: str, words: str) -> None:
+    out, site = crawled
+    done = run_cli("search", str(out), query)  # -sort too: the query, not an unknown option
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert done.stderr.startswith("harvestman: note: bad query ") and done.stderr.count("\n") == 1
+    assert f"searched as the plain words {words!r}" in done.stderr
+    found = search_json(out, query)
+    assert str(found["note"]).endswith(f"searched as the plain words {words!r}")
+    if query in ("FATAL: no python entry", "-sort"):
+        assert site["python"] in urls(found)
+
+
+def test_fuzzy_words_and_sloppy_phrases(crawled: tuple[Path, dict[str, str]]) -> None:
+    out, site = crawled
+    assert urls(search_json(out, "builtn")) == []
+    assert urls(search_json(out, "builtn~1")) == [site["python"]]  # one edit from "builtin"
+    assert urls(search_json(out, '"keys values"')) == []
+    assert urls(search_json(out, '"keys values"~1')) == [site["python"]]  # "keys to values"
+    assert "note" not in search_json(out, "builtn~1")
+    assert len(urls(search_json(out, "-sort", "--limit", "1"))) == 1  # an option after it is still read
+
+
+def test_a_page_and_its_twin_are_one_hit_and_snippets_read_as_the_page(
+        crawled: tuple[Path, dict[str, str]]) -> None:
+    out, site = crawled
+    welcome = search_json(out, "welcome")
+    assert urls(welcome).count(site["front"]) == 1 and site["front"] + "index.html" not in urls(welcome)
+    assert welcome["total"] == 3  # /, /index.html and the page linking to it
+    snippet = search_json(out, '"5 2"')["hits"][0]["snippet"]  # type: ignore[index]
+    assert "sorted([<b>5</b>, <b>2</b>" in snippet, snippet  # the fragment ends at the last word
 
 
 def test_a_prefix_of_too_many_words_is_refused_not_cut(crawled: tuple[Path, dict[str, str]],

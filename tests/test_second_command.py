@@ -179,7 +179,7 @@ def test_postgres_without_psycopg_is_refused_before_anything_is_created(tmp_path
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
                           check=False)
     assert done.returncode == 2, done.stderr
-    assert "pip install 'harvestman[postgres]'" in done.stderr and "Traceback" not in done.stderr
+    assert "pip install '.[postgres]'" in done.stderr and "Traceback" not in done.stderr
     assert not out.exists()
 
 

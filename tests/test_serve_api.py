@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from harvestman.launch.report import run_figures
 from tests.support.crawlcheck import harvestman_cmd
 from tests.support.nginx import NginxServer, free_port, require_nginx
 from tests.support.serveproc import TOKEN, ServeProcess, wait_for
@@ -133,6 +134,9 @@ def test_a_crawl_runs_to_its_end_and_is_summarised(
     assert done_crawl["counts"]["fetched"] == len(reachable)
     assert done_crawl["statuses"] == {"200": len(reachable)}
     assert done_crawl["bytes"] > 0 and done_crawl["pages_per_second"] > 0
+    # pages/s as `harvestman status` says it (over the time the runs ran): the same function's
+    crawl_dir = next(server.root.rglob(f"{done_crawl['id']}/crawl"))
+    assert done_crawl["pages_per_second"] == round(run_figures(crawl_dir)["pages_per_second"], 2)
     assert {h["host"] for h in done_crawl["top_hosts"]} <= {f"{h}:{site.spec.port}" for h in HOSTS} | set(
         HOSTS
     )

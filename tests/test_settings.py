@@ -16,6 +16,7 @@ import pytest
 from harvestman.app import cli_cycle
 from harvestman.app.cli import build_parser, main
 from harvestman.app.options import given_settings, shown_default, with_table
+from harvestman.launch.report import EXPORT_FORMATS
 from harvestman.model.config import CrawlConfig, config_from_mapping
 from harvestman.model.settings import (
     MACHINE_KEPT,
@@ -210,3 +211,20 @@ def test_the_example_config_names_options_by_their_canonical_spelling() -> None:
     assert named - others <= canonical, named - others - canonical
     old = {alias for s in SETTINGS for alias in s.aliases}
     assert not named & old
+
+
+def test_help_names_only_options_the_command_has_and_every_export_format() -> None:
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for name, command in commands.choices.items():
+        own = {flag for action in command._actions for flag in action.option_strings}
+        for action in command._actions:
+            # An option in backquotes is another command's: `harvestman export DIR --what markdown`.
+            words = re.sub(r"`[^`]*`", "", action.help or "")
+            named = set(re.findall(r"(?<![\w-])--[a-z][a-z0-9-]*", words))
+            assert named <= own, (name, action.dest, named - own)
+    export = commands.choices["export"]
+    formats = next(a.help or "" for a in export._actions if a.dest == "format")
+    assert all(f in formats for f in EXPORT_FORMATS), formats
+    line = next(c.help or "" for c in commands._choices_actions if c.dest == "export")
+    assert all(w in line for w in ("Markdown", "link graph", "opensearch", "solr", "CDXJ")), line

@@ -66,7 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     status.add_argument("--db", metavar="URL", default="", help=DB_HELP)
     status.add_argument("--json", action="store_true", help="print JSON, every host included")
     export = commands.add_parser(
-        "export", help="one record per URL with its state and metadata, or a CDXJ index of the WARC files"
+        "export", help="write a crawl out: its URLs, link graph, pages, renders or Markdown (jsonl, "
+                       "parquet), its search documents (opensearch, solr) or a CDXJ index of the WARC files"
     )
     export.add_argument("dir", type=Path, metavar="DIR", help=DIR_HELP)
     export.add_argument("--db", metavar="URL", default="", help=DB_HELP)
@@ -74,14 +75,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--what", choices=EXPORT_WHAT, default="urls",
         help="urls: one record per URL; links: one row per link of each fetched HTML page "
              "(from_url, to_url, anchor, kind, nofollow); pages: one row per HTML page with its "
-             "features (harvestman features DIR, or a crawl with --features); renders: one row per "
+             "features (`harvestman features DIR`, or `crawl --features`); renders: one row per "
              "page rendered in a browser (its DOM and screenshot records in the WARC files, jsonl); "
              "markdown: one row per HTML page as Markdown and one per chunk (FILE-chunks), with the "
-             "WARC record each came from",
+             "WARC record each came from; index: the search index's documents as bulk files "
+             "(--format opensearch or solr)",
     )
     export.add_argument(
         "--format", choices=EXPORT_FORMATS, default="jsonl",
-        help="jsonl or parquet: one record per URL; cdxj: an index of the WARC files for replay tools (pywb)",
+        help="jsonl or parquet: the rows of --what; cdxj: an index of the WARC files for replay tools "
+             "(pywb); opensearch or solr: bulk files and a mapping for those search servers (--what index)",
     )
     export.add_argument(
         "--chunk-size", type=int, metavar="N",
@@ -211,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(cli_search.dashed_query(parser, list(sys.argv[1:] if argv is None else argv)))
     try:
         if args.command == "crawl" and args.rounds is not None:
             return cli_cycle.run_rounds(args)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from typing import Any
 
 from harvestman.app import cli_cycle
@@ -44,7 +45,7 @@ def run(args: argparse.Namespace) -> int:
                      fetch=fetch_segment_run, retry=retry)
     if args.json:
         print(json.dumps(report.as_dict(), indent=2, sort_keys=True))
-    else:
+    elif not cfg.quiet:
         full = report.full_bytes
         share = f" ({100 * report.wire_bytes / full:.1f}%)" if full else ""
         by = ", ".join(f"{name} {n}" for name, n in report.checked_by.items()) or "-"
@@ -65,6 +66,11 @@ def run(args: argparse.Namespace) -> int:
         ]
         for name, value in rows:
             print(f"{name:<18} {value}")
+    if not report.segment and not report.stopped and not args.all_urls and not cfg.quiet:
+        when = (f"the first is due {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(report.next_due))}"
+                if report.next_due else "none is scheduled")
+        print(f"harvestman: no fetched URL is due for a re-crawl ({when}); "
+              f"`harvestman recrawl DIR --all` checks every one now", file=sys.stderr)
     if report.stopped:
         print("harvestman: the re-crawl's fetch was stopped; harvestman fetch and updatedb go on from there",
               file=sys.stderr)

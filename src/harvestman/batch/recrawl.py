@@ -74,6 +74,7 @@ class RecrawlReport:
     revived: int = 0  # failed URLs queued again: their cause mended by the settings, or --retry-failed
     checked_by: dict[str, int] = field(default_factory=dict)  # how each URL was checked
     stopped: bool = False  # the fetch was stopped: the segment is left to fetch and updatedb
+    next_due: float = 0.0  # when nothing was due: when the first fetched URL is (0: none scheduled)
 
     def as_dict(self) -> dict[str, Any]:
         """The report as JSON-ready values."""
@@ -222,6 +223,9 @@ def recrawl(folder: Path, cfg: CrawlConfig, *, strategy: str = "conditional", al
         taken = {c.url for c in chosen}
         known = [r for url in seeds if url not in taken and (r := store.get(url))]
         known += [r for r in sitemaps if r.url not in taken and r.url not in seeds]
+        if not chosen:
+            report.next_due = min((r.next_fetch_time for r in store.records()
+                                   if r.state in REFETCHED and r.next_fetch_time > 0), default=0.0)
     finally:
         store.close()
     report.wire_bytes = report.sitemap_bytes

@@ -20,7 +20,8 @@ def start_session(master: str = "local[2]", *, shuffle_partitions: int = 8, driv
     try:
         from pyspark.sql import SparkSession
     except ImportError:
-        raise ConfigError("--engine spark needs pyspark: pip install 'harvestman[spark]'") from None
+        raise ConfigError("--engine spark needs pyspark: "
+                          "pip install '.[spark]' (in harvestman's folder)") from None
     if master.startswith("local"):
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     session = (SparkSession.builder.master(master).appName("harvestman-batch")

@@ -346,7 +346,7 @@ class Crawler:
         """Take one leased URL through the chain and queue its outcome; never raises (a failure is
         recorded on the URL)."""
         host = leased.host
-        self.stats.busy_hosts.add(host)
+        self.stats.host_busy(host)
         self._ledger.leased_again(leased.url)
         chain, cfg = run.chain, self.config
         try:
@@ -379,7 +379,7 @@ class Crawler:
         except Exception as exc:  # a bug in one page must not end the crawl: record it on the URL
             self._commit.add(internal_error_outcome(self._ledger, leased, exc, run.journal))
         finally:
-            self.stats.busy_hosts.discard(host)
+            self.stats.host_done(host)
 
     def _settle(self, page: Fetched, plan: PagePlan, run: _Run) -> WarcPlace | None:
         """Do what the page step planned: count, store, queue for the commit, account; where the

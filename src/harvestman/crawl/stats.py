@@ -4,6 +4,7 @@ what counts as a page and as a failure, for the run's counters and the crawl dat
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -124,10 +125,23 @@ class CrawlStats:
     deferred: int = 0
     deferred_until: float = 0.0
     deferred_revisits: int = 0
-    busy_hosts: set[str] = field(default_factory=set)
+    # Fetches in flight per host: a host is busy until the last of its parallel fetches ends.
+    busy_hosts: Counter[str] = field(default_factory=Counter)
     # Collected only when asked for (--metrics-port, serve): None costs a default crawl nothing.
     metrics: CrawlMetrics | None = None
     shown_metrics: MetricsSnapshot | None = None  # a parent's: its workers' metrics, summed
+
+    def host_busy(self, host: str) -> None:
+        """A fetch of `host` began."""
+        self.busy_hosts[host] += 1
+
+    def host_done(self, host: str) -> None:
+        """A fetch of `host` ended."""
+        left = self.busy_hosts[host] - 1
+        if left > 0:
+            self.busy_hosts[host] = left
+        else:
+            del self.busy_hosts[host]
 
     def pages_per_second(self, now: float | None = None) -> float:
         """Pages per second since the run started."""
@@ -148,7 +162,7 @@ class CrawlStats:
         """Take `counts` as this run's counters (a parent's, summed from its workers'), its start aside."""
         for name in _COUNTS:
             setattr(self, name, getattr(counts, name))
-        self.busy_hosts = set(counts.busy_hosts)
+        self.busy_hosts = Counter(counts.busy_hosts)
         self.shown_metrics = counts.metrics
 
 

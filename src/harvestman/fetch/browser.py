@@ -89,7 +89,8 @@ def check_browser(path: str) -> None:
     try:
         import playwright.async_api  # noqa: F401
     except ImportError:
-        raise ConfigError("rendering needs Playwright: pip install 'harvestman[render]'") from None
+        raise ConfigError("rendering needs Playwright: "
+                          "pip install '.[render]' (in harvestman's folder)") from None
 
 
 class _BlackHole:

@@ -40,7 +40,10 @@ MAX_HEADINGS = 200
 MAX_HEADING = 300  # characters of one heading
 MAX_TITLE = 1_000
 MAX_DESCRIPTION = 2_000
-LANGUAGE_SAMPLE = 4_000  # characters the language is told from: enough, and it bounds the cost
+# Characters the language is told from: enough, and it bounds the cost. py3langid on 2,000 gave the
+# language 4,000 gave on all 526 pages of Python's docs, in a quarter of the time (0.39 against 1.41 ms
+# a page: bench/markdown_export.py's crawl).
+LANGUAGE_SAMPLE = 2_000
 MIN_LANGUAGE_LETTERS = 20  # fewer letters than this tell no language: the page's lang attribute then
 _BOILERPLATE_TAGS = ["script", "style", "noscript", "template", "nav", "header", "footer", "aside"]
 _HEADINGS = "h1, h2, h3, h4, h5, h6"

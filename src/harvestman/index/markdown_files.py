@@ -8,9 +8,12 @@ own sink (`--markdown`, index/markdown_sink.py) writes the same rows as it goes.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
-from collections.abc import Iterable, Iterator
+import signal
+from collections import deque
+from collections.abc import Collection, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -33,6 +36,8 @@ from harvestman.store.warc_read import StoredResponse, stored_responses
 
 MARKDOWN_FORMATS = ("jsonl", "parquet")
 BATCH_ROWS = 256  # rows buffered before a Parquet row group is written
+CONVERT_BATCH = 8  # pages sent to a worker process at once: fewer round trips, little held back
+BATCHES_AHEAD = 3  # batches a worker process may have waiting, so that it never idles
 
 
 def relative_file(path: Path, folder: Path) -> str:
@@ -53,14 +58,49 @@ def stored_page(found: StoredResponse, folder: Path) -> MarkdownPage:
 
 
 def crawl_pages(folder: Path) -> Iterator[MarkdownPage]:
-    """The Markdown of the last HTML 200 response of each URL in the crawl's WARC files (segments'
-    and files still being written included)."""
+    """The Markdown of every HTML 200 response in the crawl's WARC files (segments' and files still
+    being written included), in the order stored: each file read once, bodies and all (write_markdown
+    keeps each URL's last). The pages are converted in one process a core."""
     folder = Path(folder)
     if not folder.is_dir():
         raise ConfigError(f"{folder} is not a crawl folder")
     if not CrawlDir(folder).warc_files():
         raise ConfigError(f"{folder} holds no WARC files (DIR/warc/*.warc.gz, DIR/segments/*/warc/)")
-    return (stored_page(found, folder) for found in stored_responses(folder, latest=True))
+    responses = stored_responses(folder, open_files=True)
+    processes = os.cpu_count() or 1
+    if processes == 1:
+        return (stored_page(found, folder) for found in responses)
+    return _converted_apart(responses, folder, processes)
+
+
+def _stored_pages(batch: list[StoredResponse], folder: Path) -> list[MarkdownPage]:
+    return [stored_page(found, folder) for found in batch]
+
+
+def _quiet_worker() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the parent's to handle, once
+
+
+def _converted_apart(responses: Iterable[StoredResponse], folder: Path,
+                     processes: int) -> Iterator[MarkdownPage]:
+    """The pages of `responses` converted in worker processes, in order; the reading (here) and the
+    converting overlap, with at most a few batches a process read ahead (their bodies in memory)."""
+    from concurrent.futures import Future, ProcessPoolExecutor
+
+    from harvestman.index.features import detect_language
+
+    # The language model loaded here, once: forked workers share it (each loading its own cost as
+    # much CPU as converting a hundred pages).
+    detect_language("the language model is loaded before the workers start")
+    ahead: deque[Future[list[MarkdownPage]]] = deque()
+    with ProcessPoolExecutor(processes, initializer=_quiet_worker) as pool:
+        found = iter(responses)
+        while batch := list(itertools.islice(found, CONVERT_BATCH)):
+            ahead.append(pool.submit(_stored_pages, batch, folder))
+            if len(ahead) >= BATCHES_AHEAD * processes:
+                yield from ahead.popleft().result()
+        while ahead:
+            yield from ahead.popleft().result()
 
 
 class RowsWriter:
@@ -116,17 +156,44 @@ class RowsWriter:
             pass
         self._open.unlink(missing_ok=True)
 
-    def close(self) -> None:
-        """Write what is buffered and put the file in place."""
+    def close(self, leave_out: Collection[str] = ()) -> None:
+        """Write what is buffered and put the file in place, without the rows of the WARC records
+        `leave_out` names (rows written before a newer response of their page came)."""
         try:
             if self._text is not None:
                 self._text.close()
             else:
                 self._flush()
                 self._parquet.close()
+            if leave_out:
+                self._drop(leave_out)
             os.replace(self._open, self.path)
         except OSError as exc:
             raise StorageError(f"cannot write {self.path}: {exc.strerror or exc}") from None
+
+    def _drop(self, leave_out: Collection[str]) -> None:
+        """Copy the file without the rows of `leave_out`'s records (rare: a page fetched again)."""
+        kept = self._open.with_name(self._open.name + ".kept")
+        if self._parquet is not None:
+            import pyarrow as pa
+            import pyarrow.compute as pc
+            import pyarrow.parquet as pq
+
+            dropped = pa.array(sorted(leave_out), pa.string())
+            with pq.ParquetWriter(str(kept), self._schema) as writer:
+                for batch in pq.ParquetFile(str(self._open)).iter_batches():
+                    gone = pc.is_in(batch.column("warc_record_id"), value_set=dropped)
+                    rows = batch.filter(pc.invert(gone))
+                    writer.write_batch(rows)
+                    self.count -= len(batch) - len(rows)
+        else:
+            with open(self._open, encoding="utf-8") as rows, open(kept, "w", encoding="utf-8") as out:
+                for line in rows:
+                    if json.loads(line)["warc_record_id"] in leave_out:
+                        self.count -= 1
+                    else:
+                        out.write(line)
+        os.replace(kept, self._open)
 
 
 class MarkdownWriter:
@@ -156,11 +223,11 @@ class MarkdownWriter:
         if self.chunks is not None:
             self.chunks.abort()
 
-    def close(self) -> None:
-        """Put both files in place."""
-        self.pages.close()
+    def close(self, leave_out: Collection[str] = ()) -> None:
+        """Put both files in place, without the rows of the records `leave_out` names."""
+        self.pages.close(leave_out)
         if self.chunks is not None:
-            self.chunks.close()
+            self.chunks.close(leave_out)
 
 
 def chunks_path(pages_path: Path) -> Path:
@@ -171,13 +238,24 @@ def chunks_path(pages_path: Path) -> Path:
 
 def write_markdown(pages: Iterable[MarkdownPage], path: Path, fmt: str,
                    chunk_size: int = DEFAULT_CHUNK_SIZE) -> tuple[int, int]:
-    """Write the pages (and their chunks) to `path` (and its chunks path); (pages, chunks)."""
+    """Write the pages (and their chunks) to `path` (and its chunks path), each URL's last response
+    only (by WARC-Date, then WARC file, then offset); (pages, chunks)."""
     writer = MarkdownWriter(path, fmt, chunk_size)
+    last: dict[str, tuple[tuple[str, str, int], str]] = {}  # URL: its response written, and its record
+    superseded: set[str] = set()
     try:
         for page in pages:
+            made = page.provenance
+            when = (made.fetch_time, made.warc_file, made.offset)
+            seen = last.get(page.url)
+            if seen is not None:
+                if when < seen[0]:
+                    continue  # an older response of a page written already
+                superseded.add(seen[1])
+            last[page.url] = (when, made.record_id)
             writer.add(page)
     except BaseException:
         writer.abort()
         raise
-    writer.close()
+    writer.close(superseded)
     return writer.pages.count, writer.chunks.count if writer.chunks is not None else 0

@@ -24,6 +24,12 @@ _CHROME = ("header, footer, [role=banner], [role=contentinfo], div#footer, div.f
 # Where a page says where its own content is (HTML5 main, ARIA main, article; Sphinx's div.body).
 _MAIN = ("main", "[role=main]", "article")
 _HEADINGS = "h1, h2, h3, h4, h5, h6"
+# Elements that start and end a run of words: a space before and after each. Text is joined without
+# one elsewhere, so that a code block's highlighted tokens read as written (`sorted([5, 2])`, not
+# `sorted ([ 5 , 2 ])`).
+_BREAKS = ("address, article, aside, blockquote, br, caption, dd, details, div, dl, dt, figcaption, figure,"
+           " footer, form, h1, h2, h3, h4, h5, h6, header, hr, li, main, nav, ol, option, p, pre, section,"
+           " summary, table, td, th, tr, ul")
 MAX_DEFINED = 2_000  # defined terms kept a page
 MAX_TERM_WORDS = 5  # a <dt> of more words is a sentence, not a term
 MAX_TERM_CHARS = 400  # longer <dt>s are not read (an API's signature with its parameters fits)
@@ -142,7 +148,10 @@ def page_text(html: str | bytes) -> PageText:
         node.decompose()
     headings = "\n".join(filter(None, (_collapse(h.text(deep=True)) for h in main.css(_HEADINGS))))
     defines = _defined_terms(main)
-    text = _collapse(main.text(separator=" "))[:MAX_TEXT]
+    for node in main.css(_BREAKS):
+        node.insert_before(" ")
+        node.insert_after(" ")
+    text = _collapse(main.text(separator=""))[:MAX_TEXT]
     if not title:
         first = headings.split("\n", 1)[0]
         title = first

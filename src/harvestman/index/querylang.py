@@ -3,12 +3,15 @@ index needed, so every syntax error is found before the index is opened), and th
 a tantivy query over a crawl's index.
 
 The syntax (docs/search.md): words, "phrases", `field:word`, `field:"phrase"`, `field:(...)`,
-`word*` (every indexed word with that prefix), `^N` boosts, parentheses, `+must`, `-word` /
-`NOT word`, `AND`, `OR`. Binding, tightest first: NOT / - / +, then AND, then OR, then clauses side
-by side, which find pages matching any of them (more of them rank higher) less the pages their
-negated ones match: `a -b` == `a NOT b` == `a AND NOT b`. tantivy's own parser is not used for
-this: it reads `a AND NOT b` as "a, and a clause that only excludes" (which matches nothing) and
-silently drops a `*`.
+`word*` (every indexed word with that prefix), `word~N` (indexed words N edits away), `"phrase"~N`
+(its words at most N apart), `^N` boosts, parentheses, `+must`, `-word` / `NOT word`, `AND`, `OR`.
+Binding, tightest first: NOT / - / +, then AND, then OR, then clauses side by side, which find pages
+matching any of them (more of them rank higher) less the pages their negated ones match: `a -b` ==
+`a NOT b` == `a AND NOT b`. tantivy's own parser is not used for this: it reads `a AND NOT b` as
+"a, and a clause that only excludes" (which matches nothing) and silently drops a `*`.
+
+A query the language cannot read (a pasted error message, `0.1 + 0.2`, `== "__main__"`) is searched as
+the plain words it holds, with a note saying so (read_query).
 """
 
 from __future__ import annotations
@@ -47,6 +50,10 @@ STOP_WORDS = frozenset((
 # them (stop words included) scores on top of the words. Measured in bench/search_relevance.py.
 PROXIMITY_SLOP = 3
 PROXIMITY_BOOST = 0.5
+MAX_EDITS = 2  # word~N: tantivy's fuzzy queries go up to 2 edits (as Lucene's)
+_FUZZY = re.compile(rf"([^~]+)~([0-{MAX_EDITS}]?)")
+_DEFAULT_SLOP = 2
+_SLOP = re.compile(r"~[0-9]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,14 +64,16 @@ class Word:
     text: str
     field: str | None = None
     prefix: bool = False
+    fuzzy: int = 0  # sort~1: also the indexed words at most this many edits away
 
 
 @dataclass(frozen=True, slots=True)
 class Phrase:
-    """Words in this order ("borrow checker")."""
+    """Words in this order ("borrow checker"); with `slop`, at most that many words apart."""
 
     text: str
     field: str | None = None
+    slop: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +259,14 @@ class _Parser:
                 raise self.fail(f"{token.text} must be followed directly by a word, a \"phrase\" or (...)")
             node = self.atom(name)
         elif token.kind == "phrase":
-            node = self.phrase(token.text[1:-1], field)
+            text, after = token.text[1:-1], self.attached(token)
+            slop = 0
+            if after is not None and after.kind == "word" and after.text.startswith("~"):
+                if not _SLOP.fullmatch(after.text):
+                    raise self.fail(f'a "phrase"~N takes a number of words apart, not {after.text!r}')
+                token = self.take()  # a boost follows the ~N
+                slop = int(after.text[1:] or _DEFAULT_SLOP)
+            node = self.phrase(text, field, slop)
         elif token.kind == "word":
             node = self.word(token.text, field)
         elif token.kind == "close":
@@ -267,15 +283,24 @@ class _Parser:
             node = Boost(node, float(boost.text[1:]))
         return node
 
-    def phrase(self, text: str, field: str | None) -> Phrase:
+    def phrase(self, text: str, field: str | None, slop: int = 0) -> Phrase:
         if "*" in text:
             raise self.fail("a * inside quotes is not a prefix: put the prefix outside them (sock*)")
         self.searchable(f'"{text}"', text, field)
-        return Phrase(text, field)
+        return Phrase(text, field, slop)
 
     def word(self, text: str, field: str | None) -> Word:
         if text.startswith(("!", "&&", "||")):
             raise self.fail(f"the operators are AND, OR and NOT (or -word, +word), not {text!r}")
+        fuzzy = 0
+        if "~" in text:
+            found = _FUZZY.fullmatch(text)
+            if found is None:
+                raise self.fail(f"~ follows a word, with at most {MAX_EDITS} edits (sort~1), or a "
+                                f'"phrase" (words at most N apart: "a b"~3), not {text!r}')
+            text, fuzzy = found.group(1), int(found.group(2) or MAX_EDITS)
+            if text.endswith("*"):
+                raise self.fail(f"a word is a prefix (sock*) or fuzzy (sock~1), not both: {found.group()!r}")
         stem, prefix = (text[:-1], True) if text.endswith("*") else (text, False)
         if not stem:
             raise self.fail("* alone is not a query: a prefix needs letters before the star (sock*)")
@@ -284,12 +309,29 @@ class _Parser:
         self.searchable(text, stem, field)
         if prefix and field not in RAW_FIELDS and not stem.isalnum():
             raise self.fail(f"a prefix is one word of letters and digits (sock*), not {text!r}")
-        return Word(stem, field, prefix)
+        return Word(stem, field, prefix, fuzzy)
 
     def searchable(self, shown: str, text: str, field: str | None) -> None:
         """Refuse a word with nothing a tokenized field indexes (it would silently match nothing)."""
         if field not in RAW_FIELDS and not any(c.isalnum() for c in text):
             raise self.fail(f"{shown} holds no letter or digit to search for")
+
+
+def read_query(query: str) -> tuple[Node, str]:
+    """The tree of a query string and a note: a query the language cannot read is searched as the
+    plain words it holds (a pasted error message, `0.1 + 0.2`), and the note says why; a QueryError
+    when it holds no word at all."""
+    try:
+        return parse_query(query), ""
+    except QueryError as exc:
+        # Each run of non-space characters a word as the index tokenizes it (`pg_hba.conf`: a phrase
+        # of its parts); signs, operators and quotes are only text here, and words of punctuation go.
+        words = [w.replace('"', " ").strip() for w in query.split()]
+        plain = tuple(Word(w) for w in words if any(c.isalnum() for c in w))
+        if not plain:
+            raise
+        tree = plain[0] if len(plain) == 1 else Clauses(plain)
+        return tree, f"{exc}; searched as the plain words {' '.join(w.text for w in plain)!r}"
 
 
 def parse_query(query: str) -> Node:
@@ -355,9 +397,14 @@ class QueryBuilder:
         """(query, negated): a negated clause's query matches the pages it leaves out."""
         import tantivy
 
+        if isinstance(node, Word) and node.prefix:
+            return self._prefix(node.text, node.field), False
+        if isinstance(node, Word) and node.fuzzy:
+            return self._fuzzy(node.text, node.field, node.fuzzy), False
+        if isinstance(node, Phrase) and node.slop:
+            return self._words(node.text, node.field, node.slop), False
         if isinstance(node, Word | Phrase):
-            prefix = isinstance(node, Word) and node.prefix
-            return (self._prefix if prefix else self._words)(node.text, node.field), False
+            return self._words(node.text, node.field), False
         if isinstance(node, Not):
             query, negated = self._build(node.clause)
             return query, not negated
@@ -385,8 +432,9 @@ class QueryBuilder:
     def _fields_of(self, field: str | None) -> list[str]:
         return [field] if field else self._fields
 
-    def _words(self, text: str, field: str | None) -> Any:
-        """A word or phrase, tokenized (and stemmed) as each field's text was when indexed."""
+    def _words(self, text: str, field: str | None, slop: int = 0) -> Any:
+        """A word or phrase (its words at most `slop` apart), tokenized (and stemmed) as each field's
+        text was when indexed."""
         import tantivy
 
         if field in RAW_FIELDS:
@@ -397,11 +445,25 @@ class QueryBuilder:
             fields, boosts = list(DEFAULT_BOOSTS), DEFAULT_BOOSTS
         # tantivy's parser is used only to tokenize a quoted phrase the index's way; a backslash is
         # its escape inside quotes, and only punctuation to the tokenizer, so it becomes a space.
-        quoted = '"' + text.replace("\\", " ") + '"'
+        quoted = '"' + text.replace("\\", " ") + '"' + (f"~{slop}" if slop else "")
         try:
             return self._index.parse_query(quoted, fields, field_boosts=boosts)
         except ValueError as exc:
             raise QueryError(f"bad query word {text!r}: {exc}") from None
+
+    def _fuzzy(self, text: str, field: str | None, edits: int) -> Any:
+        """The word, and the indexed words at most `edits` away from it as typed (lower-cased where
+        the field's words are; in a stemmed field those are stems, as in Lucene's fuzzy queries)."""
+        import tantivy
+
+        clauses = [(tantivy.Occur.Should, self._words(text, field))]
+        for name in self._fields_of(field):
+            term = text if name in RAW_FIELDS else text.lower()
+            query = tantivy.Query.fuzzy_term_query(self._schema, name, term, distance=edits)
+            weight = FIELD_BOOSTS.get(name, 1.0)
+            clauses.append((tantivy.Occur.Should,
+                            query if weight == 1.0 else tantivy.Query.boost_query(query, weight)))
+        return _boolean(clauses)
 
     def _prefix(self, text: str, field: str | None) -> Any:
         """Every indexed word starting with `text`, in each field searched (lower-cased where the
@@ -425,7 +487,7 @@ class QueryBuilder:
 
 
 def _is_plain(node: Node) -> bool:
-    return isinstance(node, Word) and node.field is None and not node.prefix
+    return isinstance(node, Word) and node.field is None and not node.prefix and not node.fuzzy
 
 
 def _plain_words(tree: Node) -> list[str]:

@@ -10,7 +10,7 @@ from harvestman.model.errors import ConfigError, StorageError
 INDEX_FOLDER = "searchindex"  # DIR/searchindex: the tantivy index and the indexer's bookkeeping
 STATE_FILE = "indexed.sqlite"  # per URL what was indexed (a digest of its inputs), for incremental runs
 # Bumped when what a document holds changes (extraction, fields): every page is then indexed again.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3  # 3: the text as the page reads (no space around inline elements)
 # The fields a query searches when it names none, with their weights where each field is scored on its
 # own (a prefix, or a search told which of them to use). A title or an anchor text says what a page is
 # about in a few words, so a word there counts more than in the text.

@@ -107,7 +107,7 @@ def print_summary(report: dict[str, Any], console: Console | None = None) -> Non
         table.add_row(f"URLs {state}", f"{count:,}")
     table.add_row("URLs with a response", f"{report['responses']:,}")
     table.add_row("hosts", f"{report['host_count']:,}")
-    table.add_row("bytes on the wire", human_bytes(report["wire_bytes"]))
+    table.add_row("bytes on the wire (URLs' last fetches)", human_bytes(report["wire_bytes"]))
     bandwidth = report.get("bandwidth")
     if bandwidth:
         table.add_row("body bytes (as transferred)", human_bytes(bandwidth["body_wire_bytes"]))
@@ -119,7 +119,19 @@ def print_summary(report: dict[str, Any], console: Console | None = None) -> Non
         table.add_row("first fetch", report["first_fetch"])
         table.add_row("last fetch", report["last_fetch"])
         table.add_row("elapsed", f"{report['elapsed_seconds']:,.1f} s")
-    table.add_row("pages/s", f"{report['pages_per_second']:.1f}")
+    runs = report.get("runs")
+    if runs:  # from the events logs (launch/report.py run_figures)
+        last = runs["last"]
+        table.add_row("runs", f"{runs['count']:,}")
+        table.add_row("time the runs ran", f"{runs['seconds']:,.1f} s")
+        table.add_row("responses in all runs", f"{runs['responses']:,}")
+        table.add_row("bytes in all runs", human_bytes(runs["bytes"]))
+        table.add_row("last run", f"{last['started']}, {last['seconds']:,.1f} s")
+        table.add_row("last run: responses (304s)", f"{last['responses']:,} ({last['not_modified']:,})")
+        table.add_row("last run: bytes", human_bytes(last["bytes"]))
+        table.add_row("last run: pages/s", f"{last['pages_per_second']:.1f}")
+    rate = "pages/s (all runs, over the time they ran)" if runs else "pages/s"
+    table.add_row(rate, f"{report['pages_per_second']:.1f}")
     focus = report.get("focus")  # a focused crawl (launch/report.py)
     if focus:
         table.add_row("pages scored by the focus", f"{focus['scored_pages']:,}")

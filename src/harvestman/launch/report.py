@@ -19,6 +19,7 @@ from harvestman.model.errors import ConfigError, StorageError
 from harvestman.model.records import LinkEdge, UrlRecord, UrlState
 from harvestman.store.crawldir import CrawlDir
 from harvestman.store.frontier import CrawlDb
+from harvestman.store.runlog import Run, read_runs
 from harvestman.store.warc_read import is_open, whole_records
 
 EXPORT_BATCH = 10_000
@@ -79,6 +80,7 @@ def crawl_report(folder: Path, db: str = "") -> dict[str, Any]:
     finally:
         frontier.close()
     span = totals.last_fetch - totals.first_fetch
+    runs = run_figures(folder)
     return {
         **focus,
         "dir": str(folder),
@@ -107,8 +109,52 @@ def crawl_report(folder: Path, db: str = "") -> dict[str, Any]:
         "first_fetch": iso_time(totals.first_fetch),
         "last_fetch": iso_time(totals.last_fetch),
         "elapsed_seconds": span,
-        "pages_per_second": totals.responses / span if span > 0 else float(totals.responses),
+        # Over the time the runs ran (a crawl resumed a day later did not crawl for a day); a crawl
+        # without an events log (`download`): over its span of fetch times.
+        "pages_per_second": runs["pages_per_second"] if runs else _rate(totals.responses, span),
+        "runs": runs,
     }
+
+
+def run_figures(folder: Path) -> dict[str, Any]:
+    """The crawl's runs as its events logs tell them (store/runlog.py): how many, the time they ran
+    (the idle time between runs left out), their responses (a re-crawl's 304s included) and bytes,
+    pages/s over that time, and the last run's own figures; {} for a crawl with no events log."""
+    runs = read_runs(CrawlDir(Path(folder)).event_logs())
+    if not runs:
+        return {}
+    active = _busy_seconds(runs)
+    responses = sum(r.responses for r in runs)
+    last = runs[-1]
+    return {
+        "count": len(runs),
+        "seconds": active,
+        "responses": responses,
+        "bytes": sum(r.bytes for r in runs),
+        "pages_per_second": _rate(responses, active),
+        "last": {
+            "started": iso_time(last.started),
+            "ended": iso_time(last.ended),
+            "seconds": last.seconds,
+            "responses": last.responses,
+            "not_modified": last.not_modified,
+            "bytes": last.bytes,
+            "pages_per_second": _rate(last.responses, last.seconds),
+        },
+    }
+
+
+def _busy_seconds(runs: list[Run]) -> float:
+    """The time covered by runs sorted by start (runs that overlap counted once)."""
+    total, end = 0.0, float("-inf")
+    for run in runs:
+        total += max(0.0, run.ended - max(run.started, end))
+        end = max(end, run.ended)
+    return total
+
+
+def _rate(responses: int, seconds: float) -> float:
+    return responses / seconds if seconds > 0 else float(responses)
 
 
 def _focus_summary(folder: Path, frontier: CrawlDb) -> dict[str, Any]:

@@ -743,6 +743,9 @@ def load_toml(path: Path) -> dict[str, Any]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
         raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:  # TOML is UTF-8 by its specification
+        raise ConfigError(f"config file {path} is not UTF-8 text (byte {exc.object[exc.start]:#04x} "
+                          f"at offset {exc.start}): save it as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"config file {path} is not valid TOML: {exc}") from None
     crawl = data.pop("crawl", {})

@@ -74,11 +74,11 @@ SETTINGS: tuple[Setting, ...] = (
     _("resume", "continue the crawl in DIR with the settings stored with it (options given now "
       "replace them); URLs that failed for a cause the settings now remove are fetched again",
       ("--resume",), form="switch", scope="run", api=False),
-    _("max_pages", "stop after N pages in a run; 0: no limit", ("--max-pages",), commands=("crawl",),
-      scope="run-wide"),
+    _("max_pages", "stop after N pages in a run; 0: no limit (a crawl with a limit runs one worker "
+      "process, so that the limit is exact)", ("--max-pages",), commands=("crawl",), scope="run-wide"),
     _("concurrency", "fetches in flight at once, in total", ("--concurrency",),
       commands=(*BOTH, "step")),
-    _("workers", "worker processes sharing the crawl; 0: one per core (--max-pages runs one)",
+    _("workers", "worker processes sharing the crawl; 0: one per core",
       ("--workers",), commands=(*BOTH, "step", "worker"), scope="machine"),
     _("quiet", "no progress display and no summary", ("--quiet", "-q"), form="switch",
       commands=(*BOTH, "step", "worker"), scope="run", api=False),
@@ -126,7 +126,8 @@ SETTINGS: tuple[Setting, ...] = (
     _("retries", "retries of a fetch that failed in a way that may pass (timeout, reset, 5xx, 429)",
       ("--retries",), commands=(*BOTH, "step")),
     _("retry_after_cap", "a Retry-After is honoured up to this many seconds"),
-    _("max_wait", "end the run when every URL left waits longer than this (--resume goes on)",
+    _("max_wait", "end the run when every URL left waits longer than this (a later run goes on: "
+      "`crawl --resume`, the step again)",
       ("--max-wait",), commands=(*BOTH, "step"), scope="run-wide"),
     _("max_pages_per_host", "fetch at most N pages of one host in a run; 0: no budget",
       ("--max-pages-per-host",), commands=("crawl", "step")),
@@ -145,8 +146,9 @@ SETTINGS: tuple[Setting, ...] = (
     _("db", "the crawl database, DIR/crawl.db unless named: a path, sqlite:///PATH or "
       "postgresql://USER@HOST/DB", ("--db",), metavar="URL", scope="run", api=False),
     _("db_outage_limit", "how long a lost PostgreSQL crawl database (a restart, a failover, a network "
-      "cut) is reconnected to, with back-off, before the run ends with exit status 75 (--resume "
-      "continues it)", ("--db-outage-limit",), commands=(*BOTH, "step", "worker"), scope="machine",
+      "cut) is reconnected to, with back-off, before the run ends with exit status 75 (the "
+      "same command continues it once the database is back)", ("--db-outage-limit",),
+      commands=(*BOTH, "step", "worker"), scope="machine",
       api=False),
     _("segment_expiry", "how long a generated segment holds its URLs unless updatedb merges it "
       "first (Nutch's crawl.gen.delay)", ("--segment-expiry",), commands=("step",)),

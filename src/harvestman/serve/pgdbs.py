@@ -36,7 +36,7 @@ class PostgresCrawls:
             import psycopg
         except ImportError:
             raise ConfigError(
-                "--db postgresql://... needs psycopg: pip install 'harvestman[postgres]'"
+                "--db postgresql://... needs psycopg: pip install '.[postgres]' (in harvestman's folder)"
             ) from None
         try:
             with psycopg.connect(self.admin_url, autocommit=True) as conn:

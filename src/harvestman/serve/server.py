@@ -22,7 +22,8 @@ def serve(root: Path, host: str, port: int, token: str | None, db: str = "", *,
     try:
         import uvicorn
     except ImportError:
-        raise ConfigError("harvestman serve needs its extra: pip install 'harvestman[serve]'") from None
+        raise ConfigError("harvestman serve needs its extra: "
+                          "pip install '.[serve]' (in harvestman's folder)") from None
     root = Path(root)
     ceiling = NetCeiling.of(net or {})
     given = given_token(token)

@@ -3,9 +3,12 @@ and its event log."""
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
 from typing import Any
 
 from harvestman.crawl.stats import PAGE_STATES, PageCounts
+from harvestman.launch.report import run_figures
 from harvestman.model.config import shown_setting
 from harvestman.model.errors import HarvestmanError
 from harvestman.model.records import UrlState
@@ -23,11 +26,25 @@ def open_db(info: CrawlInfo) -> CrawlDb | None:
     return crawl.open(read_only=True) if crawl.holds_crawl() else None
 
 
+def _log_sizes(folder: Path) -> tuple[int, ...]:
+    return tuple(p.stat().st_size if p.is_file() else -1 for p in CrawlDir(folder).event_logs())
+
+
+@functools.lru_cache(maxsize=1024)
+def _finished_rate(folder: Path, sizes: tuple[int, ...]) -> float:
+    """A finished crawl's pages/s (launch/report.py's), read again only when its logs have grown."""
+    del sizes  # the cache's key: the logs as they were read
+    return round(float(run_figures(folder).get("pages_per_second", 0.0)), 2)
+
+
 def summary(info: CrawlInfo, events: EventFigures) -> dict[str, Any]:
     """A crawl's summary as the API serves it (docs/serve.md): `pages` and `failed` as PageCounts
     defines them, the figures of the CRAWL_FINISHED event's message; `errors` is every remark by
     class (refusals by robots.txt and truncated pages too), not a count of failures."""
-    statuses, rate = events.figures(info.paths.events, info.state in RUNNING_STATES)
+    running = info.state in RUNNING_STATES
+    statuses, rate = events.figures(info.paths.events, running)
+    if not running:  # as `harvestman status` says it: over the time its runs ran, not the gaps between
+        rate = _finished_rate(info.paths.crawl_dir, _log_sizes(info.paths.crawl_dir)) or rate
     out: dict[str, Any] = {
         "id": info.id,
         "state": info.state,

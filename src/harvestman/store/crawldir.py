@@ -67,6 +67,10 @@ class CrawlDir:
         """The crawl cycle's segments, one folder each."""
         return self.path / "segments"
 
+    def event_logs(self) -> list[Path]:
+        """The crawl's events logs (store/journal.py): its own and each segment's."""
+        return [self.path / "events.jsonl", *sorted(self.segments_dir.glob("*/events.jsonl"))]
+
     def warc_files(self, *, open_files: bool = True) -> list[Path]:
         """Every WARC file of the crawl: its segments' and other machines' (DIR/machines/NAME/)
         included, and those still being written or left open unless not `open_files`

@@ -26,7 +26,7 @@ try:
     from psycopg.conninfo import conninfo_to_dict, make_conninfo
 except ImportError:
     raise ConfigError(
-        "a postgresql:// crawl database needs psycopg: pip install 'harvestman[postgres]'"
+        "a postgresql:// crawl database needs psycopg: pip install '.[postgres]' (in harvestman's folder)"
     ) from None
 
 from harvestman.store.postgres_sql import BEST_OF_HOST, MIGRATIONS, RECORD_COLS, SCHEMA, SCHEMA_VERSION
