@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from harvestman.batch.crawldir import open_crawl_store
 from harvestman.batch.cycle import crawl_exists
 from harvestman.batch.fetch_segment import FetchedSegment, SegmentFetch
 from harvestman.batch.generate import check_score_source
@@ -65,7 +64,7 @@ def worker_config(db: str, out: Path, local: Mapping[str, Any]) -> CrawlConfig:
         raise ConfigError("harvestman worker joins a crawl kept in PostgreSQL (--db postgresql://...); a "
                           "SQLite crawl database belongs to the one `harvestman crawl` that holds its lock")
     crawl = CrawlDir(out, db)
-    store = crawl.open(read_only=True)
+    store = crawl.read()
     try:
         stored = read_settings(store, machine=False)
         starter = read_settings(store)  # with the address rules of the machine that started it
@@ -224,7 +223,7 @@ def check_crawl_order(cfg: CrawlConfig) -> None:
     if not crawl_exists(folder, cfg.db):
         raise ConfigError(f"--order {cfg.ordering} orders by the scores `harvestman rank` stores: crawl "
                           f"first, then run harvestman rank {folder} --algorithm {cfg.ordering}")
-    store = open_crawl_store(folder, cfg.db, read_only=True)
+    store = CrawlDir.of(cfg).read()
     try:
         check_score_source(store, cfg.ordering, folder)
     finally:

@@ -99,6 +99,12 @@ class CrawlDir:
         return open_store(self.location, host_of=keys.key, per_host=cfg.per_host, delay=cfg.delay,
                           lease_seconds=cfg.lease_seconds, read_only=read_only)
 
+    def read(self) -> Store:
+        """The crawl's database opened for reading (nothing written, no crawl's lock taken): what
+        status, export, the index, the batch jobs and replay read; a ConfigError naming the folder
+        when it holds no crawl."""
+        return self.open(read_only=True)
+
     def stored_settings(self) -> dict[str, Any]:
         """The settings stored with the crawl, crawl-wide and this folder's machine's (empty when
         the crawl has none yet)."""
