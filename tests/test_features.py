@@ -4,14 +4,19 @@ row a page, the same when `harvestman features DIR` computes them from the WARC 
 from __future__ import annotations
 
 import json
+import pickle
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
 from harvestman import CrawlConfig, Crawler
+from harvestman.crawl import engine
+from harvestman.crawl.sinks import NO_STAGES
 from harvestman.index.features import extract_features
 from harvestman.index.pages import FEATURES_DIR, PAGES_FILE
+from harvestman.index.stages import page_stages
+from harvestman.model.errors import ConfigError
 from tests.support.crawlcheck import run_cli
 from tests.support.featuresite import write_language_site
 from tests.support.nginx import NginxServer, free_port
@@ -125,6 +130,17 @@ def test_the_library_page_record_carries_features_when_asked(tmp_path: Path) -> 
     assert fr.features.title == "Horaires de la bibliothèque"
     robots = [page for url, page in pages.items() if url.endswith("/robots.txt")]
     assert all(page.features is None for page in robots)
+
+
+def test_the_page_stages_come_from_above_and_pickle_into_a_spawned_worker(tmp_path: Path) -> None:
+    # crawl/ never loads index/: the engine alone refuses `features`, the library's face brings the stages.
+    cfg = CrawlConfig(seeds=("http://127.61.0.9/",), out_dir=tmp_path, features=True, markdown=True)
+    with pytest.raises(ConfigError, match="features is on, but the crawl was given no stage for it"):
+        engine.Crawler(cfg)
+    assert Crawler(cfg)  # harvestman.Crawler: the same settings taken
+    stages = page_stages(cfg)
+    assert pickle.loads(pickle.dumps(stages)) == stages  # module-level parts: pickled by reference
+    assert page_stages(CrawlConfig(seeds=cfg.seeds, out_dir=tmp_path)) is NO_STAGES
 
 
 def test_bad_input_is_refused_with_one_line_and_status_2(tmp_path: Path) -> None:
