@@ -42,7 +42,7 @@ class Crawler(engine.Crawler):
     stages its settings ask for (`features`, `markdown`)."""
 
     def __init__(self, config: CrawlConfig, **options: Any) -> None:
-        if options.get("parts") is None and options.get("stages", NO_STAGES) is NO_STAGES:
+        if options.get("parts") is None and options.get("stages", NO_STAGES) == NO_STAGES:
             options["stages"] = page_stages(config)
         super().__init__(config, **options)
 

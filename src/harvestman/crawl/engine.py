@@ -79,7 +79,7 @@ class Crawler:
     ) -> None:
         if parts is None:
             parts = assemble(config, scorer=scorer, schedule=schedule, sinks=sinks, stages=stages)
-        elif sinks or scorer is not None or schedule is not None or stages is not NO_STAGES:
+        elif sinks or scorer is not None or schedule is not None or stages != NO_STAGES:
             raise ConfigError("give the crawl's sinks, scorer, schedule and stages to assemble(), or parts, "
                               "not both")
         self.config = config

@@ -26,6 +26,6 @@ def page_stages(config: CrawlConfig) -> PageStages:
 
 def with_stages(policies: Policies, config: CrawlConfig) -> Policies:
     """`policies` with the page stages `config` asks for, unless they name their own."""
-    if policies.stages is not NO_STAGES:
+    if policies.stages != NO_STAGES:
         return policies
     return dataclasses.replace(policies, stages=page_stages(config))

@@ -245,9 +245,9 @@ def run_crawl(cfg: CrawlConfig, policies: Policies = NO_POLICIES, *, join: bool 
 
     `policies`: a link scorer and a fetch schedule, for every process of the crawl (the page stages
     its settings ask for are added here). With `join`, work on a crawl started elsewhere (its seeds
-    are not given again). A resumed crawl first queues
-    again the failures its settings mend, and those of the `retry_failed` error classes. The run's
-    metrics are served on `cfg.metrics_port` and written to `metrics_file` (launch/metrics.py), if so.
+    are not given again). A resumed crawl first queues again the failures its settings mend, and
+    those of the `retry_failed` error classes. The run's metrics are served on `cfg.metrics_port`
+    and written to `metrics_file` (launch/metrics.py), if so.
     """
     # Plugins load here first, so that an unknown or broken one is refused before anything starts.
     check_ordering(cfg.ordering, with_plugin_scorer(policies.scorer, load_plugins(cfg.plugins)))
