@@ -9,11 +9,14 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from harvestman import CrawlConfig, Crawler
+from harvestman import CrawlConfig, Crawler, CrawlJob, JobState
+from harvestman.crawl import engine
 from harvestman.index.features import extract_features
 from harvestman.index.pages import FEATURES_DIR, PAGES_FILE
+from harvestman.model.errors import ConfigError
 from tests.support.crawlcheck import run_cli
 from tests.support.featuresite import write_language_site
+from tests.support.httpserver import RouteServer
 from tests.support.nginx import NginxServer, free_port
 
 HOST = "127.61.0.1"
@@ -125,6 +128,33 @@ def test_the_library_page_record_carries_features_when_asked(tmp_path: Path) -> 
     assert fr.features.title == "Horaires de la bibliothèque"
     robots = [page for url, page in pages.items() if url.endswith("/robots.txt")]
     assert all(page.features is None for page in robots)
+
+
+def _page(title: str, *links: str) -> tuple[int, dict[str, str], bytes]:
+    anchors = "".join(f'<a href="{href}">{href}</a>' for href in links)
+    body = f"<html><head><title>{title}</title></head><body><p>The {title} page.</p>{anchors}</body></html>"
+    return 200, {"Content-Type": "text/html"}, body.encode()
+
+
+def test_the_page_stages_come_from_above_and_reach_spawned_workers(tmp_path: Path) -> None:
+    # crawl/ never loads index/: the engine alone refuses `features`; the library's face brings the
+    # stages. The test process runs the server's thread, so the workers are spawned: the stages reach
+    # them pickled, and each worker writes its own features and Markdown.
+    site = {"/": _page("home", "/a", "/b"), "/a": _page("apples"), "/b": _page("bananas")}
+    with RouteServer(site, host="127.61.0.20") as server:
+        cfg = CrawlConfig(seeds=(server.url("/"),), out_dir=tmp_path / "out", allow_net=(NET,), features=True,
+                          markdown=True, workers=2, quiet=True)
+        with pytest.raises(ConfigError, match="features is on, but the crawl was given no stage for it"):
+            engine.Crawler(cfg)
+        job = CrawlJob(cfg)
+        job.start()
+        assert job.result().state is JobState.FINISHED
+    titles = [row["title"] for part in (tmp_path / "out" / FEATURES_DIR).glob("pages-w*.parquet")
+              for row in pq.read_table(part).to_pylist()]
+    assert sorted(titles) == ["apples", "bananas", "home"]
+    markdown = [json.loads(line)["url"] for part in (tmp_path / "out" / "markdown").glob("pages-w*.jsonl")
+                for line in part.read_text(encoding="utf-8").splitlines()]
+    assert sorted(markdown) == sorted(server.url(path) for path in site)
 
 
 def test_bad_input_is_refused_with_one_line_and_status_2(tmp_path: Path) -> None:

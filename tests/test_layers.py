@@ -1,6 +1,7 @@
 """The package's layers (README, Design): every import of harvestman's own modules, at the top of a
 file or inside a function, points down the list or stays in its layer, and no modules import each
-other in a loop."""
+other in a loop. A string that is a harvestman module's name counts as an import of it: a module
+loaded by name (importlib, `python -m`) is imported all the same."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "src" / "harvestman"
 LAYERS = ("model", "net", "fetch", "policy", "store", "crawl", "batch", "index", "launch", "serve", "app")
-_IMPORT = re.compile(r"^\s*(?:from\s+harvestman\.([\w.]+)\s+import|import\s+harvestman\.([\w.]+))", re.M)
+_IMPORT = re.compile(r"^\s*(?:from\s+harvestman\.([\w.]+)\s+import|import\s+harvestman\.([\w.]+))"
+                     r"|([\"'])harvestman\.([\w.]+)\3", re.M)
 
 
 def _module(path: Path) -> str:
@@ -23,7 +25,7 @@ def _imports() -> dict[str, set[str]]:
     for path in PACKAGE.rglob("*.py"):
         found = set()
         for match in _IMPORT.finditer(path.read_text(encoding="utf-8")):
-            name = match.group(1) or match.group(2)
+            name = match.group(1) or match.group(2) or match.group(4)
             while name not in modules and "." in name:  # `from harvestman.a.b import c`: c is a name
                 name = name.rsplit(".", 1)[0]
             if name in modules:

@@ -2,10 +2,12 @@
 
 from typing import TYPE_CHECKING, Any
 
+from harvestman.crawl import engine, job
 from harvestman.crawl.download import download
-from harvestman.crawl.engine import Crawler
-from harvestman.crawl.job import CrawlJob, JobState, JobStatus
-from harvestman.crawl.sinks import PageSink, SinkContext
+from harvestman.crawl.job import JobState, JobStatus
+from harvestman.crawl.sinks import NO_STAGES, PageSink, SinkContext
+from harvestman.crawl.workers import NO_POLICIES, Policies
+from harvestman.index.stages import page_stages, with_stages
 from harvestman.model.config import CrawlConfig
 from harvestman.model.core import core_name
 from harvestman.model.errors import HarvestmanError
@@ -35,6 +37,24 @@ __all__ = [
     "download",
     "search",
 ]
+
+
+class Crawler(engine.Crawler):
+    """A crawl (harvestman.crawl.engine.Crawler: the same options) run with the index layer's page
+    stages its settings ask for (`features`, `markdown`)."""
+
+    def __init__(self, config: CrawlConfig, **options: Any) -> None:
+        if options.get("parts") is None and options.get("stages", NO_STAGES) == NO_STAGES:
+            options["stages"] = page_stages(config)
+        super().__init__(config, **options)
+
+
+class CrawlJob(job.CrawlJob):
+    """A crawl job (harvestman.crawl.job.CrawlJob: the same options) whose every process runs with
+    the index layer's page stages its settings ask for (`features`, `markdown`)."""
+
+    def __init__(self, config: CrawlConfig, *, policies: Policies = NO_POLICIES, **options: Any) -> None:
+        super().__init__(config, policies=with_stages(policies, config), **options)
 
 
 def __getattr__(name: str) -> Any:

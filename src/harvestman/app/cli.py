@@ -28,6 +28,7 @@ from harvestman.model.errors import (
     command_failure,
 )
 from harvestman.policy.revive import check_retry_classes
+from harvestman.store.crawldir import CrawlDir
 
 
 def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
@@ -176,7 +177,6 @@ def run_demo(out: Path | None, quiet: bool, serve: bool = False) -> int:
         serve_until_stopped,
         serving_guide,
     )
-    from harvestman.launch.report import open_crawl
 
     if out is not None:
         check_demo_folder(out)
@@ -185,7 +185,7 @@ def run_demo(out: Path | None, quiet: bool, serve: bool = False) -> int:
         values = demo_config_values(server)
         cfg = config_from_mapping({**values, "out_dir": folder, "quiet": bool(quiet)})
         code = run_crawl(cfg)
-        frontier = open_crawl(folder)
+        frontier = CrawlDir(folder).read()
         try:
             records = {url: frontier.get(url) for url in (server.url(s.host, s.path) for s in DEMO_SIGHTS)}
         finally:

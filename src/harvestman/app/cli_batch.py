@@ -8,7 +8,8 @@ from pathlib import Path
 from harvestman.app.options import DB_HELP, DIR_HELP
 from harvestman.batch.engine import ENGINES
 from harvestman.batch.ranks import ALGORITHMS
-from harvestman.model.errors import EXIT_OK, ConfigError
+from harvestman.launch.steps import BatchWhere, dedup_step, invertlinks_step, rank_step, show
+from harvestman.model.errors import ConfigError
 
 COMMANDS = ("invertlinks", "rank", "dedup")
 
@@ -47,22 +48,12 @@ def add_commands(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]
 
 def run(args: argparse.Namespace) -> int:
     """Run one batch command; errors are HarvestmanErrors, reported by the caller."""
-    from harvestman import batch  # imported here: pyarrow and the jobs are only needed to run one
-
-    common = {"db": args.db, "engine": args.engine, "reuse_snapshot": args.reuse_snapshot}
+    where = BatchWhere(args.dir, args.db, args.engine, args.reuse_snapshot)
     if args.command == "invertlinks":
-        inverted = batch.invertlinks(args.dir, ignore_internal=args.ignore_internal, **common)
-        print(f"{inverted.inlinks} inlinks of {inverted.linked_urls} URLs written to {inverted.inlinks_path}")
-        return EXIT_OK
+        return show(invertlinks_step(where, ignore_internal=args.ignore_internal))
     if args.command == "rank":
-        ranked = batch.rank(args.dir, algorithm=args.algorithm, damping=args.damping,
-                            iterations=args.iterations, **common)
-        print(f"{ranked.algorithm}: {ranked.urls} URLs scored in {ranked.iterations} iterations, "
-              f"written to {ranked.path}")
-        return EXIT_OK
+        return show(rank_step(where, algorithm=args.algorithm, damping=args.damping,
+                              iterations=args.iterations))
     if args.command == "dedup":
-        found = batch.dedup(args.dir, distance=args.distance, **common)
-        print(f"{found.duplicates} duplicates in {found.groups} groups among {found.pages} pages, "
-              f"written to {found.path}")
-        return EXIT_OK
+        return show(dedup_step(where, distance=args.distance))
     raise ConfigError(f"not a batch command: {args.command!r}")

@@ -17,13 +17,13 @@ from typing import Any
 from harvestman.app.options import CONFIG_HELP, DB_HELP, DIR_HELP, add_setting_options, given_settings
 from harvestman.batch.crawldir import load_config
 from harvestman.batch.cycle import crawl_exists, run_cycle
-from harvestman.batch.generate import ORDERS, generate
+from harvestman.batch.generate import ORDERS
 from harvestman.batch.inject import inject
 from harvestman.batch.parse_segment import parse_segment
 from harvestman.batch.readdb import DUMP_FORMATS, dump, stats, url_info
 from harvestman.batch.seeds import SeedLine, parse_seed_lines, read_seed_file
-from harvestman.batch.updatedb import updatedb
 from harvestman.launch.run import fetch_segment_run
+from harvestman.launch.steps import fetch_step, generate_step, show, updatedb_step
 from harvestman.model.config import CrawlConfig, config_from_mapping
 from harvestman.model.errors import EXIT_FAILED, EXIT_OK, ConfigError
 
@@ -107,10 +107,6 @@ def _new_or_stored(folder: Path, db: str, values: dict[str, Any]) -> CrawlConfig
     return config_from_mapping({**values, "out_dir": folder, "db": db})
 
 
-def _count(n: int, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
 def run(args: argparse.Namespace) -> int:
     """Run one of the cycle's commands; the exit status (errors raised as HarvestmanError)."""
     command = args.command
@@ -124,36 +120,16 @@ def run(args: argparse.Namespace) -> int:
         return _readdb(args)
     cfg = step_config(args)
     if command == "generate":
-        segment = generate(args.dir, cfg, top_n=args.top_n, max_per_host=args.max_per_host, order=args.order)
-        print(f"generated segment {segment.name}" if segment else "nothing to generate: no URL is due")
-        return EXIT_OK
+        return show(generate_step(args.dir, cfg, top_n=args.top_n, max_per_host=args.max_per_host,
+                                  order=args.order))
     if command == "fetch":
-        from harvestman.batch import segments
-
-        path = segments.find_segment(args.dir, args.segment)
-        if segments.done(path, "fetched"):
-            print(f"segment {path.name} is fetched already")
-            return EXIT_OK
-        fetched = fetch_segment_run(args.dir, cfg, path)
-        if not fetched.done:
-            print(f"harvestman: fetch of segment {path.name} stopped; run harvestman fetch again to go on",
-                  file=sys.stderr)
-            return EXIT_FAILED
-        status = fetched.status
-        # Counted as updatedb counts the segment's URLs (PageCounts): the two lines agree.
-        print(f"fetched segment {path.name}: {_count(status.counts.fetched if status else 0, 'page')}, "
-              f"{status.counts.failed if status else 0} failed")
-        return EXIT_OK
+        return show(fetch_step(args.dir, cfg, args.segment))
     if command == "parse":
         pages = parse_segment(args.dir, cfg.links, args.segment)
         print(f"parsed {pages} pages with links")
         return EXIT_OK
     if command == "updatedb":
-        merged = updatedb(args.dir, cfg, args.segment)
-        refused = f", {merged.refused} skipped (robots.txt, host budget)" if merged.refused else ""
-        print(f"merged segment {merged.segment.name}: {_count(merged.pages, 'page')}, {merged.failed} failed"
-              f"{refused}, {merged.new_urls} new URLs, {merged.released} not fetched (due again)")
-        return EXIT_OK
+        return show(updatedb_step(args.dir, cfg, args.segment))
     raise ConfigError(f"unknown command {command!r}")
 
 

@@ -24,6 +24,7 @@ from harvestman.model.errors import EXIT_OK, ConfigError, InvalidUrlError
 from harvestman.model.records import UrlState
 from harvestman.net.urls import normalize
 from harvestman.policy.focus import Focus
+from harvestman.store.crawldir import CrawlDir
 
 if TYPE_CHECKING:
     from harvestman.batch.focusreplay import StoredCrawl
@@ -109,9 +110,7 @@ def prepare_focus(cfg: CrawlConfig) -> Focus:
 def live_curve(cfg: CrawlConfig, focus: Focus) -> Path:
     """Write a focused crawl's harvest curve (pages in fetch order, relevant as the focus judged them)
     into DIR/focus/; the CSV's path."""
-    from harvestman.launch.report import open_crawl
-
-    store = open_crawl(Path(cfg.out_dir), cfg.db)
+    store = CrawlDir.of(cfg).read()
     try:
         fetched = sorted((r.fetch_time, r.relevance >= focus.spec.threshold and bool(r.topic))
                          for r in store.records()

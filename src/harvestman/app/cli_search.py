@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from harvestman.app.options import DB_HELP, DIR_HELP
+from harvestman.launch.steps import index_step, show
 from harvestman.model.errors import EXIT_OK, ConfigError
 
 COMMANDS = ("index", "search")
@@ -74,14 +75,7 @@ def _highlight(snippet: str, colour: bool) -> str:
 def run(args: argparse.Namespace) -> int:
     """Run one search command; errors are HarvestmanErrors, reported by the caller."""
     if args.command == "index":
-        from harvestman.index.indexer import build_index  # imported here: tantivy loads only to index
-
-        done = build_index(args.dir, args.db, rebuild=args.rebuild)
-        print(f"{done.documents} pages in the index ({done.added} added, {done.replaced} replaced, "
-              f"{done.removed} removed, {done.unchanged} unchanged) in {done.seconds:.1f} s: {done.path}")
-        if done.missing:
-            print(f"note: {done.missing_note(args.dir)}", file=sys.stderr)
-        return EXIT_OK
+        return show(index_step(args.dir, args.db, rebuild=args.rebuild))
     if args.command == "search":
         from harvestman.index.search import search
 

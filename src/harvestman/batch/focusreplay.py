@@ -70,9 +70,7 @@ def read_crawl(folder: Path, db: str = "") -> StoredCrawl:
     from harvestman.fetch.content import decode_text, detect_charset, media_type
 
     folder = Path(folder)
-    crawl = CrawlDir(folder, db)
-    crawl.check_exists()
-    store = crawl.open(read_only=True)
+    store = CrawlDir(folder, db).read()
     try:
         values = read_settings(store)  # the crawl's address rules too: its examples may be on loopback
         seeds = [s for s in (store.get_meta("seeds") or "").split("\n") if s]

@@ -39,7 +39,7 @@ def open_engine(name: str) -> BatchEngine:
 
 def take_snapshot(folder: Path, db: str = "") -> Snapshot:
     """Write DIR/snapshot/{urls,links}.parquet from the crawl database (opened read-only)."""
-    store = CrawlDir(Path(folder), db).open(read_only=True)
+    store = CrawlDir(Path(folder), db).read()
     try:
         return write_snapshot(store, snapshot_folder(folder))
     finally:

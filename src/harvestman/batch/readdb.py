@@ -10,12 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from harvestman.batch import segments
-from harvestman.batch.crawldir import open_crawl_store
 from harvestman.batch.generate import score_source
 from harvestman.model.errors import ConfigError, InvalidUrlError
 from harvestman.model.records import UrlRecord
 from harvestman.net.urls import normalize
-from harvestman.store.frontier import CrawlDb
+from harvestman.store.crawldir import CrawlDir
 from harvestman.store.sqlite_store import SqliteStore
 
 DUMP_FORMATS = ("jsonl", "parquet")
@@ -40,13 +39,9 @@ def segment_info(segment: Path) -> dict[str, Any]:
     return info
 
 
-def _open(folder: Path, db: str) -> CrawlDb:
-    return open_crawl_store(folder, db, read_only=True)
-
-
 def stats(folder: Path, db: str = "") -> dict[str, Any]:
     """The crawl's figures: URLs by state, scores, hosts, links, segments."""
-    store = _open(folder, db)
+    store = CrawlDir(Path(folder), db).read()
     try:
         counts = store.counts()
         total = sum(counts.values())
@@ -75,7 +70,7 @@ def url_info(folder: Path, url: str, db: str = "") -> dict[str, Any]:
         key = normalize(url)
     except InvalidUrlError as exc:
         raise ConfigError(f"bad URL {url[:200]!r}: {exc}") from None
-    store = _open(folder, db)
+    store = CrawlDir(Path(folder), db).read()
     try:
         record = store.get(key)
         if record is None:
@@ -115,7 +110,7 @@ def dump(folder: Path, db: str = "", *, fmt: str = "jsonl", output: Path | None 
         raise ConfigError(f"--format must be one of {', '.join(DUMP_FORMATS)}, got {fmt!r}")
     out = output or Path(folder) / "readdb"
     out.mkdir(parents=True, exist_ok=True)
-    store = _open(folder, db)
+    store = CrawlDir(Path(folder), db).read()
     written: dict[str, int] = {}
     try:
         written["crawldb"] = _write(out / f"crawldb.{fmt}", map(record_row, store.records()), fmt)

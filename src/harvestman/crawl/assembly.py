@@ -36,7 +36,7 @@ from harvestman.crawl.page_step import (
 from harvestman.crawl.plugins import load_plugins, with_plugin_scorer
 from harvestman.crawl.recrawl import RecrawlCheck
 from harvestman.crawl.robots_gate import RobotsGate
-from harvestman.crawl.sinks import PageFeaturer, SinkFactory, SinkPipeline, features_stage, markdown_stage
+from harvestman.crawl.sinks import NO_STAGES, PageFeaturer, PageStages, SinkFactory, SinkPipeline
 from harvestman.crawl.sitemap_queue import SitemapQueue
 from harvestman.crawl.steps import (
     Deliver,
@@ -160,21 +160,18 @@ class CrawlParts:
 
 
 def assemble(config: CrawlConfig, *, scorer: LinkScorer | None = None, schedule: FetchSchedule | None = None,
-             sinks: Sequence[SinkFactory] = (), focus: Focus | None = None) -> CrawlParts:
+             sinks: Sequence[SinkFactory] = (), focus: Focus | None = None,
+             stages: PageStages = NO_STAGES) -> CrawlParts:
     """A crawl's parts: its plugins loaded (by name, in every process that crawls), its focus read
-    (or trained and saved) from the focus file unless given, and its page step composed."""
+    (or trained and saved) from the focus file unless given, its page `stages` taken as its settings
+    ask (`features`, `markdown`: given by the layers above), and its page step composed."""
     plugins = load_plugins(config.plugins)
     scorer = with_plugin_scorer(scorer, plugins)
     check_ordering(config.ordering, scorer)
     if focus is None:
         focus = focus_for(config.focus, Path(config.out_dir), resume=config.resume)
-    factories = tuple(sinks) + plugins.index_writers
-    featurer: PageFeaturer | None = None
-    if config.features:
-        featurer, store_features = features_stage()
-        factories += (store_features,)
-    if config.markdown:
-        factories += (markdown_stage(config.markdown_chunk_size),)
+    featurer, staged = stages.for_config(config)
+    factories = tuple(sinks) + plugins.index_writers + staged
     keys = HostKeys(config.host_key, config.resolve)
     timed = schedule_for(config.links, schedule)
     recrawl = RecrawlCheck(config.recrawl_strategy, config.extra_headers, timeout=config.timeout,

@@ -17,7 +17,7 @@ from harvestman.crawl.metrics import CrawlMetrics
 from harvestman.crawl.page_step import Fetched, PagePlan, Ticket
 from harvestman.crawl.robots_gate import RobotsGate
 from harvestman.crawl.seeding import store_seeds
-from harvestman.crawl.sinks import SinkContext, SinkFactory, SinkPipeline
+from harvestman.crawl.sinks import NO_STAGES, PageStages, SinkContext, SinkFactory, SinkPipeline
 from harvestman.crawl.stats import CrawlStats, WorkerSlot, finished_message
 from harvestman.crawl.steps import HopCheck, Refusal
 from harvestman.fetch.fetcher import Fetcher
@@ -58,7 +58,8 @@ class Crawler:
     """Runs one crawl (or a download of a list) into `config.out_dir`, resumable at any moment.
 
     Its steps come composed (crawl/assembly.py): `parts`, or assembled here from the config with
-    `sinks`, `scorer` and `schedule` (plugins loaded, the focus file read, by the assembly).
+    `sinks`, `scorer`, `schedule` and the index layer's page `stages` (plugins loaded, the focus file
+    read, by the assembly). `harvestman.Crawler` is this crawler given the stages its settings ask for.
     """
 
     def __init__(
@@ -74,11 +75,13 @@ class Crawler:
         schedule: FetchSchedule | None = None,
         parts: CrawlParts | None = None,
         metrics: bool = False,
+        stages: PageStages = NO_STAGES,
     ) -> None:
         if parts is None:
-            parts = assemble(config, scorer=scorer, schedule=schedule, sinks=sinks)
-        elif sinks or scorer is not None or schedule is not None:
-            raise ConfigError("give the crawl's sinks, scorer and schedule to assemble(), or parts, not both")
+            parts = assemble(config, scorer=scorer, schedule=schedule, sinks=sinks, stages=stages)
+        elif sinks or scorer is not None or schedule is not None or stages != NO_STAGES:
+            raise ConfigError("give the crawl's sinks, scorer, schedule and stages to assemble(), or parts, "
+                              "not both")
         self.config = config
         self.worker = worker  # None: this process runs the whole crawl
         self._parts = parts

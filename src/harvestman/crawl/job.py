@@ -247,7 +247,7 @@ class CrawlJob:
 
         crawler = Crawler(cfg, on_event=guarded(on_event) if on_event else None, sinks=self._sinks,
                           scorer=self.policies.scorer, schedule=self.policies.schedule,
-                          metrics=self.metrics)
+                          stages=self.policies.stages, metrics=self.metrics)
         self._stats = crawler.stats
         self._stop = crawler.stop
         on_page = guarded(self._on_page) if self._on_page else None

@@ -14,12 +14,13 @@ keeps every response, retried ones too, written before the commit the crash-safe
 from __future__ import annotations
 
 import functools
-import importlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from harvestman.model.config import CrawlConfig
+from harvestman.model.errors import ConfigError
 from harvestman.model.records import CrawledPage, PageFeatures
 
 
@@ -49,27 +50,37 @@ SinkFactory = Callable[[], PageSink]
 # A page's features (None for a page that has none: not HTML, not a 200), computed before the sinks
 # and the library's consumer see the page.
 PageFeaturer = Callable[[CrawledPage], PageFeatures | None]
-# Where `features` (--features) finds its featurer and its Parquet sink: the index layer, above this
-# one. Loaded by name, as plugins are (crawl/plugins.py), so that crawl/ never imports index/, and
-# every process that crawls (forked or spawned workers, a library's Crawler) gets them from the setting.
-FEATURES_MODULE = "harvestman.index.sink"
 
 
-def features_stage() -> tuple[PageFeaturer, SinkFactory]:
-    """The page featurer and the sink that stores features, for a crawl with `features` on."""
-    module = importlib.import_module(FEATURES_MODULE)
-    return module.page_features, module.FeatureSink
+@dataclass(frozen=True, slots=True)
+class PageStages:
+    """What the index layer adds to a crawl's stored pages when `features` or `markdown` is on, handed
+    down by the layers above (launch, the library's face: index/stages.py builds it), since crawl/
+    never imports index/. Module-level functions and classes: it pickles into a spawned worker."""
+
+    featurer: PageFeaturer | None = None  # `features`: a page's features, before the sinks see it
+    features_sink: SinkFactory | None = None  # `features`: stores them
+    markdown_sink: Callable[[int], PageSink] | None = None  # `markdown`: its sink, made with a chunk size
+
+    def for_config(self, config: CrawlConfig) -> tuple[PageFeaturer | None, tuple[SinkFactory, ...]]:
+        """The featurer and sinks `config` asks for; a stage it asks for and was not given is refused."""
+        featurer: PageFeaturer | None = None
+        factories: tuple[SinkFactory, ...] = ()
+        if config.features:
+            if self.featurer is None or self.features_sink is None:
+                raise ConfigError(_MISSING.format("features"))
+            featurer, factories = self.featurer, (self.features_sink,)
+        if config.markdown:
+            if self.markdown_sink is None:
+                raise ConfigError(_MISSING.format("markdown"))
+            # A partial of a module-level class: it pickles into a spawned worker.
+            factories += (functools.partial(self.markdown_sink, config.markdown_chunk_size),)
+        return featurer, factories
 
 
-# Where `markdown` (--markdown) finds its sink, loaded by name for the same reasons.
-MARKDOWN_MODULE = "harvestman.index.markdown_sink"
-
-
-def markdown_stage(chunk_size: int) -> SinkFactory:
-    """The sink that writes each page's Markdown and chunks, for a crawl with `markdown` on."""
-    module = importlib.import_module(MARKDOWN_MODULE)
-    # A partial of a module-level class: it pickles into a spawned worker.
-    return functools.partial(module.MarkdownSink, chunk_size)
+NO_STAGES = PageStages()
+_MISSING = ("{} is on, but the crawl was given no stage for it: build the crawl with the index layer's "
+            "page stages (index/stages.py page_stages, as harvestman.Crawler and the command line do)")
 
 
 class SinkPipeline:

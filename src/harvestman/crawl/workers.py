@@ -45,7 +45,7 @@ from typing import Any
 from harvestman.crawl.assembly import assemble
 from harvestman.crawl.engine import Crawler
 from harvestman.crawl.ledger import EventHandler
-from harvestman.crawl.sinks import SinkFactory
+from harvestman.crawl.sinks import NO_STAGES, PageStages, SinkFactory
 from harvestman.crawl.stats import CrawlCounts, CrawlStats, WorkerSlot, finished_message
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import DatabaseUnavailable, HarvestmanError, OutputClosed
@@ -160,6 +160,7 @@ class Policies:
 
     scorer: LinkScorer | None = None
     schedule: FetchSchedule | None = None
+    stages: PageStages = NO_STAGES  # the index layer's, for `features` and `markdown` (crawl/sinks.py)
 
 
 NO_POLICIES = Policies()
@@ -183,7 +184,8 @@ def _worker_main(cfg: CrawlConfig, slot: WorkerSlot, reports: Any, parent_pid: i
     tune_for_crawling()
     outbox = _Outbox(forward) if forward is not None else None
     crawler = Crawler(cfg, worker=slot, sinks=sinks, on_event=outbox.event if outbox and events else None,
-                      scorer=policies.scorer, schedule=policies.schedule, metrics=metrics)
+                      scorer=policies.scorer, schedule=policies.schedule, stages=policies.stages,
+                      metrics=metrics)
 
     async def main() -> None:
         loop = asyncio.get_running_loop()
@@ -291,7 +293,8 @@ class WorkerPool:
         listening = self._on_event is not None or self._on_page is not None
         self._fork(context, worker_cfg, go, listening)
         try:
-            parts = assemble(cfg, scorer=self.policies.scorer, schedule=self.policies.schedule)
+            parts = assemble(cfg, scorer=self.policies.scorer, schedule=self.policies.schedule,
+                             stages=self.policies.stages)
             # Held open: its lock keeps other crawls out.
             self._frontier = Crawler(cfg, parts=parts).open_frontier()
             early = self._early.append if listening else None

@@ -28,7 +28,7 @@ from harvestman.index.fieldrules import ALL_PAGES, FieldRule, apply_rule, catego
 from harvestman.index.structured import page_items
 from harvestman.model.errors import ConfigError, StorageError
 from harvestman.model.records import UrlState
-from harvestman.store.factory import DEFAULT_DB_NAME, open_store, store_location
+from harvestman.store.crawldir import CrawlDir
 from harvestman.store.warc_read import HTML_TYPES, stored_responses
 
 TABLES_DIR = "tables"
@@ -63,9 +63,7 @@ def tables_folder(folder: Path) -> Path:
 
 def pages_to_read(folder: Path, db: str = "") -> set[str]:
     """The URLs whose content the crawl holds: fetched or not modified, HTML, not duplicates."""
-    if not db and not (Path(folder) / DEFAULT_DB_NAME).is_file():
-        raise ConfigError(f"{folder} holds no crawl (no {DEFAULT_DB_NAME} there)")
-    store = open_store(store_location(db, Path(folder)), read_only=True)
+    store = CrawlDir(Path(folder), db).read()
     try:
         return {r.url for r in store.records() if r.state in _WITH_CONTENT
                 and (r.content_type.split(";", 1)[0].strip().lower() in HTML_TYPES or not r.content_type)}

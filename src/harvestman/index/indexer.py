@@ -22,10 +22,10 @@ from typing import Any
 
 from harvestman.index.pagetext import page_text
 from harvestman.index.schema import ALL_FIELD, ALL_REPEATS, SCHEMA_VERSION, STATE_FILE, index_path, open_index
-from harvestman.model.errors import ConfigError, StorageError
+from harvestman.model.errors import StorageError
 from harvestman.model.records import UrlRecord, UrlState
 from harvestman.net.urls import host_of
-from harvestman.store.factory import is_postgres, open_store, sqlite_path, store_location
+from harvestman.store.crawldir import CrawlDir
 from harvestman.store.frontier import CrawlDb
 from harvestman.store.warc_read import HTML_TYPES, MACHINES_DIR, stored_responses
 
@@ -71,13 +71,6 @@ class PageDocument:
     anchors: tuple[str, ...]
     category: str
     signature: str
-
-
-def _open_crawl(folder: Path, db: str) -> CrawlDb:
-    location = store_location(db, Path(folder))
-    if not is_postgres(location) and not sqlite_path(location).is_file():
-        raise ConfigError(f"{folder} holds no crawl (no {sqlite_path(location).name} there)")
-    return open_store(location, read_only=True)
 
 
 def _is_html(record: UrlRecord) -> bool:
@@ -201,7 +194,7 @@ def build_index(folder: Path, db: str = "", *, rebuild: bool = False) -> IndexRe
     that left (gone, duplicate, redirect, noindex); `rebuild` indexes every page again."""
     started = time.perf_counter()
     folder = Path(folder)
-    crawl = _open_crawl(folder, db)
+    crawl = CrawlDir(folder, db).read()
     try:
         candidates = _candidates(crawl)
         anchors = _anchors(crawl, candidates)

@@ -3,8 +3,7 @@ Markdown and chunks, with the WARC record it came from, to DIR/markdown/.
 
 Each crawling process writes its own `pages-w<worker>-<time>.jsonl` and `chunks-w<worker>-<time>.jsonl`
 (under `.open` names until its run ends), with the rows `harvestman export DIR --what markdown` writes
-from the WARC files. The engine loads this module by name (crawl/sinks.py, MARKDOWN_MODULE) only
-when `markdown` is on.
+from the WARC files. Handed to the crawl in its page stages (index/stages.py) when `markdown` is on.
 """
 
 from __future__ import annotations

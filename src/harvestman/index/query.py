@@ -197,7 +197,7 @@ class QuerySession:
         crawl = CrawlDir(self.folder, self.db)
         if not crawl.holds_crawl():
             return
-        store = crawl.open(read_only=True)
+        store = crawl.read()
         try:
             rows = [(r.url, r.host, r.title, UrlState(r.state).name.lower(), r.http_status, r.content_type,
                      r.depth, r.fetch_time, r.score, r.inlinks, r.duplicate_of) for r in store.records()]

@@ -1,7 +1,7 @@
 """The crawl's side of page features (`--features`): the featurer the engine calls on each stored
 page, and the sink that writes the features to DIR/features/pages-w<worker>-<time>.parquet.
 
-The engine loads this module by name (crawl/sinks.py, FEATURES_MODULE) only when `features` is on.
+Handed to the crawl in its page stages (index/stages.py) when `features` is on.
 """
 
 from __future__ import annotations

@@ -43,12 +43,6 @@ class Exported:
     note: str = ""  # why the export may not be what was expected (a crawl with no WARC file, say)
 
 
-def open_crawl(folder: Path, db: str = "") -> CrawlDb:
-    """Open a crawl's database (`db`, or the folder's crawl.db) for reading, with a clear error
-    when there is none."""
-    return CrawlDir(Path(folder), db).open(read_only=True)
-
-
 def utc_time(ts: float) -> datetime | None:
     """Epoch seconds as an aware UTC datetime; 0 (never) as None."""
     return datetime.fromtimestamp(ts, UTC) if ts else None
@@ -70,7 +64,7 @@ def _state_names(counts: dict[UrlState, int]) -> dict[str, int]:
 
 def crawl_report(folder: Path, db: str = "") -> dict[str, Any]:
     """URLs by state, responses, errors by class, bytes, time span, and the same per host."""
-    frontier = open_crawl(folder, db)
+    frontier = CrawlDir(Path(folder), db).read()
     try:
         counts = frontier.counts()
         totals = frontier.totals()
@@ -239,12 +233,12 @@ def export_records(folder: Path, fmt: str, output: Path | None = None, db: str =
             raise ConfigError("--what links is written as jsonl or parquet, not cdxj")
         return _export_links(folder, fmt, output or Path(folder) / f"links.{fmt}", db)
     if fmt == "cdxj":
-        open_crawl(folder, db).close()  # the same clear error for a folder that holds no crawl
+        CrawlDir(Path(folder), db).read().close()  # the same clear error for a folder that holds no crawl
         path = output or Path(folder) / "index.cdxj"
         lines = _cdxj_to_stdout(Path(folder)) if path == STDOUT else write_cdxj(Path(folder), path)
         return Exported(path, lines, _cdxj_note(Path(folder), lines))
     path = output or Path(folder) / f"export.{fmt}"
-    frontier = open_crawl(folder, db)
+    frontier = CrawlDir(Path(folder), db).read()
     try:
         if fmt == "parquet":
             return Exported(path, _write_parquet(frontier, path))
@@ -271,7 +265,7 @@ def _export_index(folder: Path, fmt: str, output: Path | None, what: str) -> Exp
 
 
 def _export_links(folder: Path, fmt: str, path: Path, db: str) -> Exported:
-    crawl = open_crawl(folder, db)
+    crawl = CrawlDir(Path(folder), db).read()
     try:
         rows = map(_link_row, crawl.links())
         if fmt == "parquet":

@@ -13,7 +13,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from harvestman.batch.crawldir import open_crawl_store
 from harvestman.batch.cycle import crawl_exists
 from harvestman.batch.fetch_segment import FetchedSegment, SegmentFetch
 from harvestman.batch.generate import check_score_source
@@ -22,6 +21,7 @@ from harvestman.crawl.job import CrawlJob
 from harvestman.crawl.plugins import load_plugins, with_plugin_scorer
 from harvestman.crawl.stats import CrawlStats, deferred_note
 from harvestman.crawl.workers import NO_POLICIES, Policies
+from harvestman.index.stages import with_stages
 from harvestman.launch.metrics import MetricsFile, MetricsServer
 from harvestman.launch.progress import ProgressDisplay, print_summary
 from harvestman.launch.report import crawl_report
@@ -64,7 +64,7 @@ def worker_config(db: str, out: Path, local: Mapping[str, Any]) -> CrawlConfig:
         raise ConfigError("harvestman worker joins a crawl kept in PostgreSQL (--db postgresql://...); a "
                           "SQLite crawl database belongs to the one `harvestman crawl` that holds its lock")
     crawl = CrawlDir(out, db)
-    store = crawl.open(read_only=True)
+    store = crawl.read()
     try:
         stored = read_settings(store, machine=False)
         starter = read_settings(store)  # with the address rules of the machine that started it
@@ -192,7 +192,7 @@ def stopped_by_signals(stop: Callable[..., None], *, say_so: bool) -> Iterator[N
 def fetch_segment_run(folder: Path, cfg: CrawlConfig, segment: Path) -> FetchedSegment:
     """Fetch a segment (`harvestman fetch`, a served fetch job), with a progress display unless
     `cfg.quiet`; Ctrl-C (or SIGTERM) stops it, resumable."""
-    run = SegmentFetch(segment, cfg)
+    run = SegmentFetch(segment, cfg, with_stages(NO_POLICIES, cfg))
     with stopped_by_signals(run.stop, say_so=False):
         run.start()
         if cfg.quiet or cfg.log_json:
@@ -223,7 +223,7 @@ def check_crawl_order(cfg: CrawlConfig) -> None:
     if not crawl_exists(folder, cfg.db):
         raise ConfigError(f"--order {cfg.ordering} orders by the scores `harvestman rank` stores: crawl "
                           f"first, then run harvestman rank {folder} --algorithm {cfg.ordering}")
-    store = open_crawl_store(folder, cfg.db, read_only=True)
+    store = CrawlDir.of(cfg).read()
     try:
         check_score_source(store, cfg.ordering, folder)
     finally:
@@ -243,10 +243,11 @@ def run_crawl(cfg: CrawlConfig, policies: Policies = NO_POLICIES, *, join: bool 
               retry_failed: Collection[str] = (), metrics_file: Path | None = None) -> int:
     """Run one crawl with a progress display and a summary; Ctrl-C stops it cleanly.
 
-    `policies`: a link scorer and a fetch schedule, for every process of the crawl. With `join`,
-    work on a crawl started elsewhere (its seeds are not given again). A resumed crawl first queues
-    again the failures its settings mend, and those of the `retry_failed` error classes. The run's
-    metrics are served on `cfg.metrics_port` and written to `metrics_file` (launch/metrics.py), if so.
+    `policies`: a link scorer and a fetch schedule, for every process of the crawl (the page stages
+    its settings ask for are added here). With `join`, work on a crawl started elsewhere (its seeds
+    are not given again). A resumed crawl first queues again the failures its settings mend, and
+    those of the `retry_failed` error classes. The run's metrics are served on `cfg.metrics_port`
+    and written to `metrics_file` (launch/metrics.py), if so.
     """
     # Plugins load here first, so that an unknown or broken one is refused before anything starts.
     check_ordering(cfg.ordering, with_plugin_scorer(policies.scorer, load_plugins(cfg.plugins)))
@@ -265,8 +266,8 @@ def run_crawl(cfg: CrawlConfig, policies: Policies = NO_POLICIES, *, join: bool 
     outlets: list[MetricsServer | MetricsFile] = [MetricsServer(cfg.metrics_port)] if cfg.metrics_port else []
     if metrics_file is not None:
         outlets.append(MetricsFile(metrics_file))
-    job = CrawlJob(cfg, verdict=lambda folder: run_verdict(folder, cfg.db), join=join, policies=policies,
-                   metrics=bool(outlets))
+    job = CrawlJob(cfg, verdict=lambda folder: run_verdict(folder, cfg.db), join=join,
+                   policies=with_stages(policies, cfg), metrics=bool(outlets))
     with stopped_by_signals(job.stop, say_so=not cfg.quiet), _closing(outlets):
         job.start()  # before the display's and the metrics' threads: worker processes are forked
         for outlet in outlets:

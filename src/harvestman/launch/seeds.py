@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harvestman.crawl.seeding import seed_url, with_scheme
-from harvestman.launch.report import open_crawl
 from harvestman.model.errors import EXIT_OK, InvalidUrlError, exit_status_of, failure_help
 from harvestman.model.records import RunVerdict, UrlRecord, UrlState
 from harvestman.net.addrguard import parse_ip
 from harvestman.policy.revive import refused_address
+from harvestman.store.crawldir import CrawlDir
 from harvestman.store.frontier import CrawlDb
 
 MAX_NAMED = 10  # seeds named one line each; the rest are counted in one more line
@@ -52,7 +52,7 @@ def check_seeds(seeds: Iterable[str], *, max_length: int) -> SeedCheck:
 def run_verdict(folder: Path, db: str = "") -> RunVerdict:
     """Exit status 0 when the run fetched a page (or stopped before its seeds were decided); else
     the status for its seeds' failures, with one line per seed saying why, and a hint."""
-    frontier = open_crawl(folder, db)
+    frontier = CrawlDir(Path(folder), db).read()
     try:
         counts = frontier.counts()
         if any(counts[state] for state in _SUCCESS):

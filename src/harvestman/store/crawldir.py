@@ -104,6 +104,12 @@ class CrawlDir:
                           lease_seconds=cfg.lease_seconds, read_only=read_only,
                           outage_limit=cfg.db_outage_limit)
 
+    def read(self) -> Store:
+        """The crawl's database opened for reading (nothing written, no crawl's lock taken): what
+        status, export, the index, the batch jobs and replay read; a ConfigError naming the folder
+        when it holds no crawl."""
+        return self.open(read_only=True)
+
     def stored_settings(self) -> dict[str, Any]:
         """The settings stored with the crawl, crawl-wide and this folder's machine's (empty when
         the crawl has none yet)."""
