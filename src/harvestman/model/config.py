@@ -467,16 +467,32 @@ def local_settings(cfg: CrawlConfig) -> dict[str, Any]:
     return {name: _json_ready(getattr(cfg, name)) for name in MACHINE_KEPT}
 
 
-def merge_settings(stored: Mapping[str, Any], given: Mapping[str, Any]) -> tuple[CrawlConfig, list[str]]:
-    """A later run's config: defaults < the settings stored with the crawl (run-only ones left out)
-    < `given` (a config file's, then the command line's). With a note for each stored setting that
-    `given` changed."""
-    kept = {name: value for name, value in stored.items() if name not in RUN_ONLY}
-    before = config_from_mapping(kept)
-    after = config_from_mapping({**kept, **given})
-    notes = []
-    for name in sorted(flat_settings(given)):
-        if name in kept and name not in RUN_ONLY and getattr(before, name) != getattr(after, name):
+def overlay(*layers: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings of `layers` as one flat mapping (each read as `flat_settings` reads it), a later
+    layer's value winning over an earlier's."""
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged.update(flat_settings(layer))
+    return merged
+
+
+def merge_settings(stored: Mapping[str, Any], *given: Mapping[str, Any],
+                   same_run: bool = False) -> tuple[CrawlConfig, list[str]]:
+    """The one merge of a run's settings, every path's (a new or resumed crawl, a worker, a cycle
+    step, a served crawl, `download()`, a replay): defaults < the settings stored with the crawl ({}
+    for a new one) < each of `given` in turn (a config file's, the command line's or a request's,
+    then what the command itself sets: its folder, its database). The stored run-only settings are
+    left out unless `same_run` (a worker joining the run they belong to). With a note for each
+    stored setting that `given` changed."""
+    kept = {name: value for name, value in stored.items() if same_run or name not in RUN_ONLY}
+    changes = overlay(*given)
+    after = config_from_mapping({**kept, **changes})
+    changed = sorted(name for name in changes if name in kept and name not in RUN_ONLY)
+    if not changed:
+        return after, []
+    before, notes = config_from_mapping(kept), []
+    for name in changed:
+        if getattr(before, name) != getattr(after, name):
             old, new = (shown_setting(name, _json_ready(getattr(cfg, name))) for cfg in (before, after))
             notes.append(f"{flag_name(name)}: {new!r} replaces the crawl's stored {old!r}")
     return after, notes
