@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import inspect
 import io
 import re
 from pathlib import Path
@@ -220,7 +221,7 @@ def test_a_setting_is_one_field_of_one_section_and_nothing_else() -> None:
     from harvestman.model.settings import SECTIONS
 
     # CrawlConfig declares no field of its own: each of its fields is a section's, declared with `_`.
-    assert not CrawlConfig.__dict__.get("__annotations__")
+    assert not inspect.get_annotations(CrawlConfig)
     assert sorted(f.name for f in dataclasses.fields(CrawlConfig)) == sorted(SETTING)
     for section, kind in SECTIONS.items():
         for f in dataclasses.fields(kind):

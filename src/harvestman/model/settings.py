@@ -157,6 +157,7 @@ class RunSettings:
     log_json: bool = _(False,
         "print every event as a JSON line",
         flags=("--log-json",), form="switch", commands=(*BOTH, "worker"), scope="run", api=False)
+    # launch/metrics.py; with 0 no metric is even collected.
     metrics_port: int = _(0,
         "serve the run's metrics (worker processes' included) as Prometheus text at "
         "http://127.0.0.1:PORT/metrics while it runs; 0: none",
@@ -198,6 +199,10 @@ class LinkSettings:
     revisit_after: float = _(0.0,
         "fetch each URL again SECONDS after each fetch, conditionally; 0: never",
         flags=("--revisit-after",), commands=(*BOTH, "step"), at_least=0)
+    # policy/schedule.py: "adaptive" shrinks the interval when a page changed and grows it when not
+    # (Nutch's AdaptiveFetchSchedule), within [min_interval, max_interval]; the cycle's steps schedule
+    # every fetched URL again after fetch_interval (Nutch's db.fetch.interval.default), the continuous
+    # crawl only with revisit_after.
     schedule: str = _("fixed",
         "re-visits at a fixed interval, or adapted to how often each page changes",
         flags=("--schedule",), choices=SCHEDULES, commands=(*BOTH, "step"))
@@ -214,6 +219,7 @@ class LinkSettings:
         "read the sitemaps robots.txt names (robots), also /sitemap.xml on each host (probe), or none"
         " (off)",
         flags=("--sitemaps",), choices=SITEMAP_MODES, commands=("crawl",))
+    # Set by `harvestman recrawl` for its segment (crawl/recrawl.py); '' costs nothing a page.
     recrawl_strategy: str = _("",
         "how `harvestman recrawl` checks a page again (its --strategy); '' in any other crawl",
         choices=RECRAWL_STRATEGIES)
@@ -238,9 +244,11 @@ class PolitenessSettings:
     retry_after_cap: float = _(3600.0,
         "a Retry-After is honoured up to this many seconds",
         commands=LIST)
+    # Waits a run sits out: Retry-After, the circuit breaker, retry back-off.
     max_wait: float = _(600.0,
         "end the run when every URL left waits longer than this (--resume goes on)",
         flags=("--max-wait",), commands=(*BOTH, "step"), scope="run-wide", at_least=0)
+    # A host's page budget in one run: where a spider trap ends.
     max_pages_per_host: int = _(100_000,
         "fetch at most N pages of one host in a run; 0: no budget",
         flags=("--max-pages-per-host",), commands=("crawl", "step"), at_least=0)
@@ -322,11 +330,13 @@ class FetchSettings:
         "allow connections to this private/loopback range (repeatable)",
         flags=("--allow-net",), metavar="CIDR", form="list", commands=(*LIST, "step", "worker"),
         scope="machine")
+    # None: no confinement. It narrows only: the private-address guard still applies inside them.
     only_net: tuple[str, ...] = _((),
         "fetch only from addresses in this range (repeatable): every connection, redirect hop and "
         "rendered page's request; others end as outside_net (narrows only: a private range needs "
         "--allow-net as well)",
         flags=("--only-net",), metavar="CIDR", form="list", commands=(*LIST, "step"))
+    # The crawler still resolves each target and judges its address (fetch/transport.py).
     proxy: str = _("",
         "send every request through this proxy: http://, https:// or socks5:// HOST:PORT (the crawler"
         " resolves each target and the address guard judges it; socks5h is refused; what the proxy is"
@@ -353,6 +363,7 @@ class FetchSettings:
 class DocumentSettings:
     """How documents other than HTML are parsed for their links (feeds, PDF: crawl/documents.py)."""
 
+    # A hostile PDF costs the crawl a bounded parse (crawl/documents.py).
     pdf_max_pages: int = _(100,
         "a PDF's links (and text) are read from its first N pages only",
         above=0)
@@ -369,10 +380,12 @@ class ExtensionSettings:
     plugins: tuple[str, ...] = _((),
         "run the installed plugin NAME (an entry point; repeatable; docs/plugins.md)",
         flags=("--plugin",), metavar="NAME", form="list", api=False)
+    # Off by default: ~3.7 ms of CPU a page (bench/feature_costs.py).
     features: bool = _(False,
         "compute each HTML page's features (text, sentences, n-grams, language...) into DIR/features/"
         " (costs CPU a page; `harvestman features DIR` does it afterwards)",
         flags=("--features",), form="switch")
+    # Off by default: ~4-9 ms of CPU a page (bench/markdown_quality.py).
     markdown: bool = _(False,
         "write each HTML page's main content as Markdown, whole and in chunks, with the WARC record "
         "it came from, to DIR/markdown/ (costs CPU a page; `harvestman export DIR --what markdown` "
@@ -387,6 +400,8 @@ class ExtensionSettings:
 class RenderSettings:
     """Which pages a browser renders and how (fetch/browser.py): never by default."""
 
+    # The `render` extra installs Playwright, which drives the system's Chromium; "never" starts no
+    # browser and imports nothing.
     render: str = _("never",
         "render pages in Chromium: never, auto (pages whose HTML looks like an application shell), "
         "always (every HTML page)",
@@ -427,6 +442,7 @@ class RenderSettings:
 class FocusSettings:
     """Focused crawling (policy/focus.py, crawl/focusfile.py): off unless a focus file is named."""
 
+    # '' crawls unfocused, at no cost a page.
     focus_file: str = _("",
         "a focused crawl: the focus file's mode (hard, soft, rules) and topics (docs/focus.md)",
         flags=("--focus",), metavar="FILE", api=False)
