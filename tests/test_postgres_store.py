@@ -244,17 +244,45 @@ def test_foreign_newer_and_unreachable_databases_are_refused(postgres_url: str) 
         open_pg(missing)
 
 
-def test_closed_store_and_a_lost_server_say_so(postgres_url: str) -> None:
+def test_a_lost_connection_is_opened_again_and_a_closed_store_says_so(postgres_url: str) -> None:
     f = open_pg(postgres_url)
-    f._conn.close()  # stands in for a server gone away
-    with pytest.raises(FrontierError, match="crawl database"):
-        f.add([nu("http://a.test/")])
-    with pytest.raises(FrontierError, match="crawl database"):
-        f.counts()
+    f._conn.close()  # stands in for a connection the server dropped
+    assert f.add([nu("http://a.test/")]) == 1
+    assert f.counts()[UrlState.UNFETCHED] == 1
     f.close()
     f.close()
     with pytest.raises(FrontierError, match="closed"):
         f.lease(1, T0)
+
+
+@pytest.mark.parametrize("committed", [True, False], ids=["committed", "rolled-back"])
+def test_a_commit_whose_answer_is_lost_is_written_once(postgres_url: str, committed: bool) -> None:
+    """The connection is lost at COMMIT, after the server committed or before: the completion (an
+    outcome, a new URL, a lease) is in the database once either way, its tallies and the host's
+    leases counted once, and what the call returns is what was committed."""
+    with open_pg(postgres_url, lease_seconds=600) as f:
+        f.add([nu("http://a.test/1"), nu("http://a.test/2")])
+        assert len(f.lease(2, T0)) == 2
+        commit = f._commit
+        lost = []
+
+        def lose(conn: Any) -> None:
+            if lost:
+                return commit(conn)
+            lost.append(conn.info.backend_pid)
+            if committed:
+                commit(conn)
+            conn.close()  # the server's answer never arrives
+            raise psycopg.OperationalError("server closed the connection unexpectedly")
+
+        f._commit = lose  # type: ignore[method-assign]
+        leased = f.complete([done("http://a.test/1")], T0, [nu("http://a.test/3")], lease=1)
+        assert lost and [x.url for x in leased] == ["http://a.test/3"]
+        rows = Counter(r.state for r in f.records())
+        assert rows == {UrlState.FETCHED: 1, UrlState.UNFETCHED: 2}
+        assert {s: n for s, n in f.counts().items() if n} == dict(rows)  # the tallies agree
+        assert f.in_flight() == 2 and f.pending() == 2  # /2 and /3 leased, each once
+        assert f._read("SELECT in_flight FROM hosts WHERE name = 'a.test'") == [(2,)]
 
 
 def test_nul_characters_in_reported_text_are_dropped(postgres_url: str) -> None:

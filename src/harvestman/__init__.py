@@ -7,6 +7,7 @@ from harvestman.crawl.engine import Crawler
 from harvestman.crawl.job import CrawlJob, JobState, JobStatus
 from harvestman.crawl.sinks import PageSink, SinkContext
 from harvestman.model.config import CrawlConfig
+from harvestman.model.core import core_name
 from harvestman.model.errors import HarvestmanError
 from harvestman.model.events import Event, EventKind
 from harvestman.model.records import CrawledPage, FetchResult, UrlState
@@ -30,6 +31,7 @@ __all__ = [
     "SinkContext",
     "UrlState",
     "__version__",
+    "core_name",
     "download",
     "search",
 ]

@@ -83,7 +83,11 @@ class PostgresServer:
             settings += ["fsync=off", "full_page_writes=off", "synchronous_commit=off"]
         with open(self.data / "postgresql.conf", "a") as conf:
             conf.write("\n".join(settings) + "\n")
-        log = open(self.tmp / "server.log", "wb")  # noqa: SIM115 - the server's stderr, kept until stop
+        return self.launch()
+
+    def launch(self) -> PostgresServer:
+        """Start the server on the cluster made by start() (again, after halt())."""
+        log = open(self.tmp / "server.log", "ab")  # noqa: SIM115 - the server's stderr, kept until stop
         self.proc = subprocess.Popen([str(self.bindir / "postgres"), "-D", str(self.data)], stdout=log,
                                      stderr=subprocess.STDOUT, cwd=self.tmp, user=self._user,
                                      group=self._group, extra_groups=[] if self._user is not None else None,
@@ -97,6 +101,22 @@ class PostgresServer:
                 raise PostgresUnavailable(f"postgres did not start: {tail.strip()}")
             time.sleep(0.05)
         return self
+
+    def halt(self) -> None:
+        """Stop the server as `pg_ctl stop -m fast` does (it is pg_ctl that stops it), keeping the
+        cluster for launch(): sessions are ended with "terminating connection due to administrator
+        command"."""
+        done = self._run("pg_ctl", "stop", "-D", str(self.data), "-m", "fast", "-w")
+        if done.returncode != 0:
+            raise PostgresUnavailable(f"pg_ctl stop failed: {done.stderr.decode(errors='replace').strip()}")
+        if self.proc is not None:
+            self.proc.wait(STOP_TIMEOUT)
+            self.proc = None
+
+    def restart(self) -> None:
+        """`pg_ctl restart -m fast`: halt(), then launch() on the same cluster."""
+        self.halt()
+        self.launch()
 
     def _ready(self) -> bool:
         done = subprocess.run([str(self.bindir / "pg_isready"), "-h", str(self.tmp), "-p", str(PORT), "-q"],

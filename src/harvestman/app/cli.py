@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harvestman import __version__
+from harvestman import __version__, core_name
 from harvestman.app import cli_batch, cli_cycle, cli_extract, cli_features, cli_focus, cli_recrawl, cli_search
 from harvestman.app.options import CONFIG_HELP, DB_HELP, DIR_HELP, add_setting_options, given_settings
 from harvestman.launch.progress import print_summary
@@ -53,7 +53,8 @@ def _crawl_options(parser: argparse.ArgumentParser, *, follow: bool) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the `harvestman` command."""
     parser = argparse.ArgumentParser(prog="harvestman", description="A polite, resumable, fast web crawler.")
-    parser.add_argument("--version", action="version", version=f"harvestman {__version__}")
+    parser.add_argument("--version", action="version",
+                        version=f"harvestman {__version__} (core: {core_name()})")
     commands = parser.add_subparsers(dest="command", required=True)
     crawl = commands.add_parser("crawl", help="crawl from seed URLs, following links")
     _crawl_options(crawl, follow=True)

@@ -24,7 +24,7 @@ from harvestman.fetch.fetcher import Fetcher
 from harvestman.fetch.partial import open_transport
 from harvestman.fetch.transport import Transport
 from harvestman.model.config import CrawlConfig
-from harvestman.model.errors import ConfigError, OutputClosed, StorageError
+from harvestman.model.errors import ConfigError, DatabaseUnavailable, OutputClosed, StorageError
 from harvestman.model.events import Event, EventKind
 from harvestman.model.faults import crash_point
 from harvestman.model.records import CrawledPage, LeasedUrl, UrlState, WarcPlace
@@ -92,7 +92,8 @@ class Crawler:
         self._emit = self._ledger.emit
         self._stopping = False
         self._abandon = False
-        self._fatal: StorageError | None = None  # why the run had to stop, raised when it has
+        # Why the run had to stop, raised when it has.
+        self._fatal: StorageError | DatabaseUnavailable | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._commit = PendingCommit()  # crawl/commit.py: what the next transaction commits
         self._wake = asyncio.Event()
@@ -231,6 +232,7 @@ class Crawler:
             host_of=self._keys.key,
             worker=(self.worker.index, self.worker.count) if self.worker else (0, 1),
             ordered=self._parts.lease_order != "bfs",
+            outage_limit=cfg.db_outage_limit,
         )
 
     async def prepare(self) -> None:
@@ -368,9 +370,10 @@ class Crawler:
             stored = self._settle(page, plan, run)
             if plan.deliver and chain.delivers:
                 await self._deliver(page, chain, stored)
-        except StorageError as exc:
-            # Nothing can be stored (a full disk, say): stop, leaving this URL and those in flight
-            # leased, so that --resume fetches them once the cause is mended.
+        except (StorageError, DatabaseUnavailable) as exc:
+            # Nothing can be stored (a full disk, the crawl database away too long, say): stop,
+            # leaving this URL and those in flight leased, so that --resume fetches them once the
+            # cause is mended.
             self._fatal = self._fatal or exc
             self.stop(abandon=True)
         except Exception as exc:  # a bug in one page must not end the crawl: record it on the URL

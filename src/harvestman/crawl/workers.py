@@ -48,7 +48,7 @@ from harvestman.crawl.ledger import EventHandler
 from harvestman.crawl.sinks import SinkFactory
 from harvestman.crawl.stats import CrawlCounts, CrawlStats, WorkerSlot, finished_message
 from harvestman.model.config import CrawlConfig
-from harvestman.model.errors import HarvestmanError, OutputClosed
+from harvestman.model.errors import DatabaseUnavailable, HarvestmanError, OutputClosed
 from harvestman.model.events import Event, EventKind
 from harvestman.model.records import CrawledPage
 from harvestman.policy.ordering import LinkScorer
@@ -109,11 +109,12 @@ class WorkerReport:
     finished: bool = False
     error: str = ""  # why the worker could not go on (a full disk, say)
     output_closed: bool = False  # it stopped because standard output was closed (`--log-json | head`)
+    database_lost: bool = False  # it stopped because the crawl database was away too long
 
 
 def _report(index: int, stats: CrawlStats, *, finished: bool = False, error: str = "",
-            output_closed: bool = False) -> WorkerReport:
-    return WorkerReport(index, stats.snapshot(), finished, error, output_closed)
+            output_closed: bool = False, database_lost: bool = False) -> WorkerReport:
+    return WorkerReport(index, stats.snapshot(), finished, error, output_closed, database_lost)
 
 
 class _Outbox:
@@ -211,18 +212,20 @@ def _worker_main(cfg: CrawlConfig, slot: WorkerSlot, reports: Any, parent_pid: i
                 task.cancel()
 
     error = ""
-    closed = False
+    closed = lost = False
     try:
         asyncio.run(main())
     except OutputClosed:
         closed = True
     except HarvestmanError as exc:
         error = str(exc)
+        lost = isinstance(exc, DatabaseUnavailable)
     finally:
         if outbox is not None:
             with contextlib.suppress(OSError):  # the parent is gone: nobody to tell
                 outbox.send()
-    reports.put(_report(slot.index, crawler.stats, finished=True, error=error, output_closed=closed))
+    reports.put(_report(slot.index, crawler.stats, finished=True, error=error, output_closed=closed,
+                        database_lost=lost))
 
 
 PageCallback = Callable[[CrawledPage], None]
@@ -396,6 +399,7 @@ class WorkerPool:
         cfg = self.cfg
         latest: dict[int, WorkerReport] = {}
         errors: list[str] = []
+        lost = False  # a worker ended because the crawl database was away too long
         closed = False  # a worker's standard output was closed: the others stop too, and the run ends so
         sampled = 0.0
         failed_at: float | None = None
@@ -411,6 +415,7 @@ class WorkerPool:
                     latest[report.index] = report
                     if report.error:
                         errors.append(f"worker {report.index}: {report.error}")
+                        lost = lost or report.database_lost
                     if report.output_closed and not closed:
                         closed = True
                         self.stop()
@@ -435,8 +440,8 @@ class WorkerPool:
             proc.join()
         self._sum(latest.values(), 0)
         if errors:
-            raise HarvestmanError("; ".join(errors) + f" (the crawl stopped; --resume continues it: "
-                                  f"{cfg.out_dir})")
+            failed = DatabaseUnavailable if lost else HarvestmanError
+            raise failed("; ".join(errors) + f" (the crawl stopped; --resume continues it: {cfg.out_dir})")
         if closed:
             raise OutputClosed(f"standard output was closed: the crawl stopped ({cfg.out_dir}; --resume "
                                "continues it)")

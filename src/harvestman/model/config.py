@@ -24,6 +24,7 @@ from harvestman.model.errors import ConfigError
 
 # Every setting is declared there, once; the records are re-exported as this module's, where the code
 # base and the library's users have always imported them from.
+from harvestman.model.settings import DB_OUTAGE_LIMIT as DB_OUTAGE_LIMIT
 from harvestman.model.settings import DEFAULT_USER_AGENT as DEFAULT_USER_AGENT
 from harvestman.model.settings import (
     MACHINE_KEPT,

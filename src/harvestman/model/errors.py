@@ -43,6 +43,11 @@ class FrontierError(HarvestmanError):
     """The crawl database cannot be opened, is locked by another crawl, or is inconsistent."""
 
 
+class DatabaseUnavailable(FrontierError):
+    """The crawl database could not be reached for longer than `db_outage_limit`: the run ended,
+    resumable (`--resume`, or `worker` again) once it is back."""
+
+
 class StorageError(HarvestmanError):
     """Writing WARC files or other output failed."""
 
@@ -162,6 +167,9 @@ EXIT_NETWORK = 4  # DNS, connection, timeout, or an address the guard (or --only
 EXIT_TLS = 5  # TLS handshake or certificate verification
 EXIT_PROTOCOL = 7  # broken HTTP framing, redirect loops, refused redirects, undecodable bodies
 EXIT_SERVER = 8  # the server answered with an error status (4xx, 5xx)
+# The crawl database (PostgreSQL) was away longer than db_outage_limit: sysexits.h's EX_TEMPFAIL,
+# "a temporary failure: try again later" (--resume).
+EXIT_DATABASE = 75
 # Standard output closed before all was written (`harvestman export DIR --out - | head -1`): the
 # status of a command that SIGPIPE ends (128 + 13), as a shell shows it for `cat | head`.
 EXIT_CLOSED_OUTPUT = 141
@@ -227,6 +235,8 @@ def command_failure(exc: BaseException) -> CommandFailure | None:
         status = EXIT_USAGE
     elif isinstance(exc, StorageError):
         status = EXIT_IO
+    elif isinstance(exc, DatabaseUnavailable):
+        status = EXIT_DATABASE
     elif isinstance(exc, HarvestmanError):
         status = EXIT_FAILED
     elif isinstance(exc, OSError):  # a file or folder named by the user cannot be read or written

@@ -60,6 +60,8 @@ DEFAULT_USER_AGENT = "harvestman/0.1 (+https://pypi.org/project/harvestman/)"
 # adds to the crawl database and to memory (~250 bytes a link) on a page made of nothing but links.
 MAX_OUTLINKS = 20_000
 DEFAULT_OUT = Path("harvestman-out")
+# Seconds a lost crawl database (PostgreSQL) is waited for before the run ends (db_outage_limit).
+DB_OUTAGE_LIMIT = 300.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -287,6 +289,11 @@ class StorageSettings:
         "the crawl database, DIR/crawl.db unless named: a path, sqlite:///PATH or "
         "postgresql://USER@HOST/DB",
         flags=("--db",), metavar="URL", scope="run", api=False)
+    db_outage_limit: float = _(DB_OUTAGE_LIMIT,
+        "how long a lost PostgreSQL crawl database (a restart, a failover, a network cut) is reconnected"
+        " to, with back-off, before the run ends with exit status 75 (--resume continues it)",
+        flags=("--db-outage-limit",), commands=(*BOTH, "step", "worker"), scope="machine", api=False,
+        above=0)
     segment_expiry: float = _(7 * 86400.0,
         "how long a generated segment holds its URLs unless updatedb merges it first (Nutch's "
         "crawl.gen.delay)",
@@ -340,7 +347,7 @@ class FetchSettings:
     proxy: str = _("",
         "send every request through this proxy: http://, https:// or socks5:// HOST:PORT (the crawler"
         " resolves each target and the address guard judges it; socks5h is refused; what the proxy is"
-        " handed: \"Through a proxy\" below)",
+        " handed: docs/config.md, Through a proxy)",
         flags=("--proxy",), metavar="URL", commands=(*LIST, "step"), api=False)
     verify_tls: bool = _(True,
         "verify TLS certificates",

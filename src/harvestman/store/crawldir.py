@@ -97,7 +97,8 @@ class CrawlDir:
         cfg = cfg or CrawlConfig()
         keys = keys or HostKeys(cfg.host_key, cfg.resolve)
         return open_store(self.location, host_of=keys.key, per_host=cfg.per_host, delay=cfg.delay,
-                          lease_seconds=cfg.lease_seconds, read_only=read_only)
+                          lease_seconds=cfg.lease_seconds, read_only=read_only,
+                          outage_limit=cfg.db_outage_limit)
 
     def stored_settings(self) -> dict[str, Any]:
         """The settings stored with the crawl, crawl-wide and this folder's machine's (empty when

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from harvestman.model.config import DB_OUTAGE_LIMIT
 from harvestman.model.errors import ConfigError, FrontierError
 from harvestman.net.urls import without_password
 from harvestman.store.frontier import Store
@@ -57,12 +58,14 @@ def open_store(
     read_only: bool = False,
     worker: tuple[int, int] = (0, 1),
     ordered: bool = False,
+    outage_limit: float = DB_OUTAGE_LIMIT,
 ) -> Store:
     """Open (creating it when new and not `read_only`) the store at `location`.
 
     `worker` is (index, count) of the process among those that share the crawl on this machine;
     how they divide the work is the backend's business. Readers (status, export) pass `read_only`.
     `ordered`: leases take the ready hosts by their best URL's priority (a crawl not bfs).
+    `outage_limit`: seconds a lost PostgreSQL connection is tried again before DatabaseUnavailable.
     """
     if is_postgres(location):
         # Imported here only: psycopg is an optional dependency (a ConfigError says how to get it).
@@ -70,7 +73,8 @@ def open_store(
 
         # Every process leases from every host there (SKIP LOCKED), so `worker` is not needed.
         return PostgresStore(location, per_host=per_host, delay=delay, lease_seconds=lease_seconds,
-                             host_of=host_of, read_only=read_only, ordered=ordered)
+                             host_of=host_of, read_only=read_only, ordered=ordered,
+                             outage_limit=outage_limit)
     path = sqlite_path(location)
     if read_only and not path.is_file():
         raise FrontierError(f"no crawl database at {path}")

@@ -17,12 +17,12 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from harvestman.model.errors import FrontierError
+from harvestman.model.config import DB_OUTAGE_LIMIT
 from harvestman.model.faults import crash_point
 from harvestman.model.records import FetchOutcome, LeasedUrl, NewUrl, PageLinks, UrlState, landing_state
 from harvestman.store.frontier import signed64
 from harvestman.store.linkcodec import encode_links
-from harvestman.store.postgres_db import QUEUED, DatabaseError, PostgresDb, clean
+from harvestman.store.postgres_db import QUEUED, PostgresDb, clean
 from harvestman.store.postgres_sql import (
     BEST_OF_HOST,
     FAR_FUTURE,
@@ -56,6 +56,7 @@ class PostgresStore(PostgresDb):
         host_of: Callable[[str], str],
         read_only: bool = False,
         ordered: bool = False,
+        outage_limit: float = DB_OUTAGE_LIMIT,
     ) -> None:
         self.per_host = per_host
         self.ordered = ordered
@@ -64,10 +65,12 @@ class PostgresStore(PostgresDb):
         self.lease_seconds = lease_seconds
         self._host_of = host_of
         self._hosts: dict[str, int] = {}  # host name -> id; bounded by the number of hosts
-        super().__init__(url, read_only=read_only)
+        super().__init__(url, read_only=read_only, outage_limit=outage_limit)
 
     def _forget(self) -> None:
-        self._hosts.clear()  # host ids made in a rolled-back transaction are gone
+        # Host ids made in a rolled-back transaction are gone. A new dict, not cleared: a caller
+        # retrying its transaction still holds the ids it took before it, which stand.
+        self._hosts = {}
 
     @classmethod
     def open_read_only(cls, url: str) -> PostgresStore:
@@ -76,23 +79,20 @@ class PostgresStore(PostgresDb):
 
     def _host_ids(self, names: Iterable[str]) -> dict[str, int]:
         """Ids of `names`, creating the hosts that are new in a statement of their own (see the top)."""
-        cache = self._hosts
-        missing = sorted({n for n in names if n not in cache})
+        missing = sorted({n for n in names if n not in self._hosts})
         if missing:
-            with self._lock:
-                conn = self._conn_open()
-                try:
-                    # Outside a transaction but for a URL reported without being added (rare):
-                    # then inside it, and a rollback empties the cache (see _write).
-                    conn.execute(
-                        "INSERT INTO hosts(name) SELECT unnest(%s::text[]) ORDER BY 1 ON CONFLICT DO NOTHING",
-                        (missing,),
-                    )
-                    rows = conn.execute("SELECT name, id FROM hosts WHERE name = ANY(%s)", (missing,))
-                    cache.update((str(name), int(id_)) for name, id_ in rows)
-                except DatabaseError as exc:
-                    raise FrontierError(f"crawl database {self.name}: {exc}") from None
-        return cache
+            def work(conn: psycopg.Connection[Any]) -> None:
+                # Outside a transaction but for a URL reported without being added (rare): then
+                # inside it, and a rollback empties the cache (see _write).
+                conn.execute(
+                    "INSERT INTO hosts(name) SELECT unnest(%s::text[]) ORDER BY 1 ON CONFLICT DO NOTHING",
+                    (missing,),
+                )
+                rows = conn.execute("SELECT name, id FROM hosts WHERE name = ANY(%s)", (missing,))
+                self._hosts.update((str(name), int(id_)) for name, id_ in rows)
+
+            self._run(work)
+        return self._hosts
 
     # -- adding and leasing ----------------------------------------------------------------------
 

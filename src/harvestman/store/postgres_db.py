@@ -3,14 +3,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from itertools import islice
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
-from harvestman.model.errors import ConfigError, FrontierError
+from harvestman.model.config import DB_OUTAGE_LIMIT
+from harvestman.model.errors import ConfigError, DatabaseUnavailable, FrontierError
 from harvestman.model.records import CrawlTotals, HostTotals, LinkEdge, UrlRecord, UrlState
 from harvestman.net.urls import without_password
 from harvestman.store.frontier import GENERATE_ORDERS, HostStats, row_to_record, signed64
@@ -19,6 +23,7 @@ from harvestman.store.linkcodec import decode_links
 try:
     import psycopg
     from psycopg import errors as pg_errors
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
 except ImportError:
     raise ConfigError(
         "a postgresql:// crawl database needs psycopg: pip install 'harvestman[postgres]'"
@@ -26,8 +31,15 @@ except ImportError:
 
 from harvestman.store.postgres_sql import BEST_OF_HOST, MIGRATIONS, RECORD_COLS, SCHEMA, SCHEMA_VERSION
 
-DatabaseError = psycopg.Error  # what psycopg raises; turned into FrontierError at this module's edge
 _RETRIES = 5
+_WAITS = (0.05, 5.0)  # the first wait before reaching a lost database again, and the longest
+# SQLSTATEs that say the server went away rather than that a statement failed: admin_shutdown (a
+# fast or immediate stop, a restart), crash_shutdown, cannot_connect_now (starting or stopping).
+_LOST_STATES = frozenset({"57P01", "57P02", "57P03"})
+# A network cut sends nothing: without these a statement would wait for an answer for hours (the
+# kernel's TCP keepalive) and a connection attempt for minutes. Given in the URL, the URL's win.
+_PATIENCE = {"connect_timeout": "10", "keepalives": "1", "keepalives_idle": "30",
+             "keepalives_interval": "10", "keepalives_count": "3"}
 _SCHEMA_LOCK = 0x68766D31  # advisory lock id taken while creating the schema ("hvm1")
 _COMPACT_AT = 2000  # tallies rows beyond which counts() folds them into one row each
 _BATCH = 10_000  # rows a bulk statement (see _update_batches)
@@ -40,34 +52,58 @@ def clean(text: str) -> str:
     return text.replace("\x00", "") if "\x00" in text else text
 
 
+def connection_lost(exc: psycopg.Error, conn: psycopg.Connection[Any] | None) -> bool:
+    """Whether `exc` means the connection was lost (a restart, a failover, a network cut), not that
+    the statement failed: only then is the work tried again, on a new connection."""
+    if not isinstance(exc, psycopg.OperationalError):
+        return False
+    state = exc.sqlstate
+    # psycopg gives no SQLSTATE for what failed on the client's side (a closed socket, no server).
+    return (conn is None or conn.closed or conn.broken or state is None or state.startswith("08")
+            or state in _LOST_STATES)
+
+
+log = logging.getLogger(__name__)
+
+
 class PostgresDb:
     """One crawl's PostgreSQL database, over one connection shared by the caller's threads.
 
     The schema is created by the first process to open an empty database (under an advisory lock,
     so two processes starting at once make one). A reader (`read_only`) writes nothing.
+
+    A lost connection (the server restarted, a failover, a network cut) is opened again and the
+    work done again, with back-off, for up to `outage_limit` seconds (see _retrying); a write whose
+    COMMIT got no answer is asked about (txid_status) rather than done twice.
     """
 
-    def __init__(self, url: str, *, read_only: bool = False) -> None:
+    def __init__(self, url: str, *, read_only: bool = False, outage_limit: float = DB_OUTAGE_LIMIT) -> None:
         self.url = url
         self.name = without_password(url)
         self.read_only = read_only
+        self.outage_limit = outage_limit
         self._lock = threading.RLock()  # one connection, shared by the engine's threads
         self._closed = False
         # Commits need not wait for the disk: a killed process loses nothing it committed, and only
         # a crash of the server's machine may drop the last fraction of a second (the same promise
         # as SQLite's WAL with synchronous=NORMAL); a lost completion is leased and fetched again.
-        options = "-c synchronous_commit=off" + (" -c default_transaction_read_only=on" if read_only else "")
+        self._options = "-c synchronous_commit=off" + (
+            " -c default_transaction_read_only=on" if read_only else "")
+        self._conn: psycopg.Connection[Any] | None = None
+        self._depth = 0  # calls of _retrying under way: >0 inside a transaction of _write's (see _run)
+        self._lost_at = 0.0  # when the connection was lost (time.monotonic()), 0 while it is up
         try:
-            self._conn = psycopg.connect(url, autocommit=True, options=options)
+            # The first connection is not waited for: a wrong address is said at once.
+            self._conn = conn = self._connect()
         except psycopg.Error as exc:
             raise FrontierError(f"cannot open crawl database {self.name}: {exc}".strip()) from None
         try:
-            self._open()
+            self._open(conn)
         except psycopg.Error as exc:
-            self._conn.close()
+            conn.close()
             raise FrontierError(f"{self.name} is not a usable crawl database: {exc}") from None
         except FrontierError:
-            self._conn.close()
+            conn.close()
             raise
 
     def _forget(self) -> None:
@@ -75,20 +111,19 @@ class PostgresDb:
 
     # -- opening and transactions --------------------------------------------------------------
 
-    def _open(self) -> None:
-        conn = self._conn
+    def _open(self, conn: psycopg.Connection[Any]) -> None:
         if not self.read_only:
             with conn.transaction():
                 # Two processes opening a new database at once: one creates, the other then finds it.
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-                tables = self._tables()
+                tables = self._tables(conn)
                 if not tables:
                     conn.execute(SCHEMA)
                     conn.execute("INSERT INTO meta VALUES ('schema_version', %s)", (str(SCHEMA_VERSION),))
                     return
                 if {"meta", "urls"} <= tables:
                     self._migrate(conn)
-        tables = self._tables()
+        tables = self._tables(conn)
         if "meta" not in tables or "urls" not in tables:
             if not tables:
                 raise FrontierError(f"no crawl in database {self.name}")
@@ -116,42 +151,150 @@ class PostgresDb:
             conn.execute(MIGRATIONS[target])
             conn.execute("UPDATE meta SET value = %s WHERE key = 'schema_version'", (str(target),))
 
-    def _tables(self) -> set[str]:
-        rows = self._conn.execute(
+    def _tables(self, conn: psycopg.Connection[Any]) -> set[str]:
+        rows = conn.execute(
             "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
         ).fetchall()
         return {str(r[0]) for r in rows}
 
-    def _conn_open(self) -> psycopg.Connection[Any]:
-        if self._closed:
-            raise FrontierError(f"crawl database {self.name} is closed")
-        return self._conn
+    def _connect(self) -> psycopg.Connection[Any]:
+        """A new connection to the crawl's database, in autocommit (_transaction says BEGIN)."""
+        given = conninfo_to_dict(self.url)
+        patience = {k: v for k, v in _PATIENCE.items() if k not in given}
+        return psycopg.connect(make_conninfo(self.url, options=self._options, **patience), autocommit=True)
+
+    def _retrying(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """`work(connection)`; when the connection is lost, the same on a new one, after a wait that
+        doubles each time, until the database has been away `outage_limit` seconds (then
+        DatabaseUnavailable; a later call tries once, not for as long again). Any other error is
+        raised as it is. Call it under the lock."""
+        wait = _WAITS[0]
+        self._depth += 1
+        try:
+            while True:
+                if self._closed:
+                    raise FrontierError(f"crawl database {self.name} is closed")
+                conn = self._conn
+                try:
+                    if conn is None:
+                        self._conn = conn = self._connect()
+                    result = work(conn)
+                    if self._lost_at:
+                        log.warning("harvestman: crawl database %s: back after %.1f s", self.name,
+                                    time.monotonic() - self._lost_at)
+                        self._lost_at = 0.0
+                    return result
+                except psycopg.Error as exc:
+                    if not connection_lost(exc, conn):
+                        raise
+                    cause = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                # A broken connection cannot be used again: it is closed and opened anew.
+                self._conn = None
+                if conn is not None:
+                    conn.close()
+                self._forget()
+                now = time.monotonic()
+                if not self._lost_at:
+                    self._lost_at = now
+                    log.warning("harvestman: crawl database %s: connection lost (%s); trying again for "
+                                "up to %g s", self.name, cause, self.outage_limit)
+                away = now - self._lost_at
+                if away >= self.outage_limit:
+                    raise DatabaseUnavailable(
+                        f"crawl database {self.name} unreachable for {away:.0f} s (db_outage_limit "
+                        f"{self.outage_limit:g} s): {cause}; once it is back, --resume (or worker) continues")
+                time.sleep(min(wait, self.outage_limit - away))
+                wait = min(wait * 2, _WAITS[1])
+        finally:
+            self._depth -= 1
+
+    def _transaction(self, conn: psycopg.Connection[Any], work: Callable[[psycopg.Connection[Any]], T],
+                     unanswered: list[tuple[int, int, Any]]) -> T:
+        """`work` in one transaction on `conn`. Its id is taken with its BEGIN (one round trip, as
+        BEGIN alone): when the COMMIT goes unanswered because the connection was lost, (id, backend,
+        result) goes to `unanswered`, for _write to ask whether it committed."""
+        cur = conn.execute("BEGIN; SELECT txid_current()")  # no parameters: one simple query
+        cur.nextset()
+        row = cur.fetchone()
+        txid, pid = int(row[0]) if row else 0, conn.info.backend_pid  # (not known once it is closed)
+        try:
+            result = work(conn)
+        except BaseException:
+            if not conn.broken and not conn.closed:
+                with contextlib.suppress(psycopg.Error):
+                    conn.execute("ROLLBACK")
+            raise
+        try:
+            self._commit(conn)
+        except psycopg.Error as exc:
+            if connection_lost(exc, conn):
+                unanswered.append((txid, pid, result))
+            raise
+        return result
+
+    def _commit(self, conn: psycopg.Connection[Any]) -> None:
+        """COMMIT (a method of its own: tests lose the connection here)."""
+        conn.execute("COMMIT")
+
+    def _committed(self, conn: psycopg.Connection[Any], txid: int, pid: int) -> bool:
+        """Whether transaction `txid` of the lost backend `pid` committed. One still in progress
+        (its backend has not noticed a network cut yet) is ended first, so that it cannot commit
+        later."""
+        for _ in range(50):
+            row = conn.execute("SELECT txid_status(%s)", (txid,)).fetchone()
+            status = row[0] if row else None
+            if status != "in progress":
+                return status == "committed"
+            conn.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            time.sleep(0.1)
+        raise FrontierError(f"crawl database {self.name}: transaction {txid} of a lost connection "
+                            "neither commits nor ends")
 
     def _write(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
-        """Run `work` in one transaction under the thread lock, again after a deadlock (rolled back)."""
+        """Run `work` in one transaction under the thread lock: again after a deadlock (rolled
+        back), and on a new connection after the connection was lost, but never twice: a COMMIT
+        that got no answer is asked about first (txid_status), and its result stands if it did."""
+        unanswered: list[tuple[int, int, Any]] = []
+
+        def attempt(conn: psycopg.Connection[Any]) -> T:
+            if unanswered:
+                txid, pid, result = unanswered[0]
+                committed = self._committed(conn, txid, pid)
+                unanswered.clear()  # only once answered: a connection lost while asking asks again
+                if committed:
+                    return cast(T, result)
+            return self._transaction(conn, work, unanswered)
+
         with self._lock:
-            conn = self._conn_open()
-            for attempt in range(_RETRIES):
+            for try_ in range(_RETRIES):
                 try:
-                    with conn.transaction():
-                        return work(conn)
+                    return self._retrying(attempt)
                 except (pg_errors.DeadlockDetected, pg_errors.SerializationFailure) as exc:
                     self._forget()
-                    if attempt == _RETRIES - 1:
+                    if try_ == _RETRIES - 1:
                         raise FrontierError(f"crawl database {self.name}: {exc}") from None
                 except psycopg.Error as exc:
                     self._forget()
                     raise FrontierError(f"crawl database {self.name}: {exc}") from None
             raise AssertionError("unreachable")
 
-    def _read(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
-        """The rows of one query (its own snapshot), with psycopg's errors as FrontierError."""
+    def _run(self, work: Callable[[psycopg.Connection[Any]], T]) -> T:
+        """`work(connection)` under the thread lock, on a new connection if it was lost (see
+        _retrying), psycopg's errors as FrontierError. Inside a transaction (a statement of
+        _write's work), on its connection and with its errors as they are: a lost connection is
+        the transaction's to mend."""
         with self._lock:
-            conn = self._conn_open()
+            if self._depth and self._conn is not None:
+                return work(self._conn)
             try:
-                return conn.execute(sql, params).fetchall()
+                return self._retrying(work)
             except psycopg.Error as exc:
                 raise FrontierError(f"crawl database {self.name}: {exc}") from None
+
+    def _read(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[tuple[Any, ...]]:
+        """The rows of one query (its own snapshot), with psycopg's errors as FrontierError; asked
+        again on a new connection when the connection was lost."""
+        return self._run(lambda conn: conn.execute(sql, params).fetchall())
 
     # -- the database of record --------------------------------------------------------------------
 
@@ -436,7 +579,8 @@ class PostgresDb:
             if self._closed:
                 return
             self._closed = True
-            self._conn.close()
+            if self._conn is not None:
+                self._conn.close()
 
     def __enter__(self) -> PostgresDb:
         return self

@@ -14,16 +14,21 @@ import threading
 import time
 import types
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import quote, urlsplit
 
 from harvestman.fetch.content import sha1_base32
 from harvestman.model import faults
+from harvestman.model.core import core
 from harvestman.model.errors import StorageError
 from harvestman.model.records import FetchResult, Headers, Rendering, WarcPlace
 from harvestman.net.urls import authority_span
+
+if TYPE_CHECKING:
+    from harvestman._core import WarcRecords
 
 OPEN_SUFFIX = ".open"
 GiB = 1024 * 1024 * 1024
@@ -166,17 +171,10 @@ except ImportError:  # no wheel for this platform: zlib, at its fastest reasonab
 # ~60 µs is gzip, ~30 µs the SHA-1 digests (the body is hashed twice: payload and block) and ~5 µs the
 # write. warcio still reads every record written here, digests checked, in tests/test_warc.py.
 
-NativeFetch = Callable[[FetchResult, Headers, Sequence[str], str, int, tuple[str, str, str] | None],
-                       bytes | None]
-_native_fetch: NativeFetch | None = None
-try:  # the optional native core (native/build.py): the same bytes, built in one call
-    import harvestman._native as _native
-except ImportError:  # not built (pip install never builds it): the records are built in Python
-    pass
-else:
-    if getattr(_native, "ABI", None) == 1:  # a stale build of another interface is left unused
-        _native.configure(_deflate.compress, {s.value: s.phrase for s in http.HTTPStatus})
-        _native_fetch = _native.warc_fetch
+# The compiled core (harvestman.model.core) builds the same records in one call, gzipped with the
+# same compressor: the bytes are the Python writer's (tests/test_core_warc.py compares them).
+_core_records: WarcRecords | None = None if core is None else core.WarcRecords(
+    _deflate.compress, {s.value: s.phrase for s in http.HTTPStatus})
 
 
 class WarcWriter:
@@ -242,21 +240,22 @@ class WarcWriter:
         response_id, request_id, metadata_id = _record_ids(3)
         ids = (response_id, request_id, metadata_id)
         date = _warc_date(result.started_at or time.time())
-        if _native_fetch is not None:
-            # The native core returns None for what it leaves to Python (a rendered page, a URI
+        if _core_records is not None:
+            # The compiled core returns None for what it leaves to Python (a rendered page, a URI
             # not plain ASCII, a header outside Latin-1, a record over _ONE_SHOT_MAX).
-            data = _native_fetch(result, request_headers, outlinks, payload_digest, self.compress_level, ids)
+            data = _core_records.fetch(result, request_headers, outlinks, payload_digest,
+                                       self.compress_level, ids, date)
             if data is not None:
-                return data, ids[0], date
-        return self._build_python(result, request_headers, outlinks, payload_digest, ids), ids[0], date
+                return data, response_id, date
+        data = self._build_python(result, request_headers, outlinks, payload_digest, ids, date)
+        return data, response_id, date
 
     def _build_python(self, result: FetchResult, request_headers: Headers, outlinks: Sequence[str],
-                      payload_digest: str, ids: tuple[str, str, str] | None = None) -> bytes:
-        """The records of one fetch in Python, `ids` (response, request, metadata) fresh when None:
-        the reference the native core's output is compared with."""
+                      payload_digest: str, ids: tuple[str, str, str], date: str) -> bytes:
+        """The records of one fetch in Python, `ids` those of its response, request and metadata
+        records: the reference the compiled core's output is compared with."""
         uri = result.final_url or result.url
-        response_id, request_id, metadata_id = ids or _record_ids(3)
-        date = _warc_date(result.started_at or time.time())
+        response_id, request_id, metadata_id = ids
         # Fields every record of this fetch shares, after its type and id.
         common = f"WARC-Date: {date}\r\n"
         common += f"WARC-Target-URI: {_uri_field(uri)}\r\n"

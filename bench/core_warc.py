@@ -1,30 +1,27 @@
-"""The optional native core (native/) against the Python path it replaces, on the benchmark web's pages.
+"""The compiled core's WARC write (harvestman._core, native/) against the Python writer it stands in
+for, on the benchmark web's pages.
 
-    python bench/native_core.py [--hosts 10] [--pages 50] [--runs 7] [--crawl-ms 0.71] [--base-ms 0.74]
+    python bench/core_warc.py [--hosts 10] [--pages 50] [--runs 7]
 
-Builds the extension (native/build.py, into src/harvestman/ unless built already), checks that it gives
-the Python path's output byte for byte on every page of a bench/synthweb.py web (record ids fixed),
-then times both, alternating, in CPU time of this process: the WARC write of a fetch
-(WarcWriter._build_python against _native.warc_fetch: response, request and metadata records, their
-digests and gzip members). The fetch is shaped as the crawl hands it over: nginx's response headers,
-the body's digest known already (the page's signature), the page's links as outlinks.
-
-The projection takes the crawl's CPU a page measured without the native core (`--crawl-ms`, from
-bench/crawl_vs_peers.py) and subtracts what the native core saves a page; `--base-ms` is the start
-commit's figure from the same kind of run, for the ratio issue 26 asks about.
+Checks that the core gives the Python writer's bytes on every page of a bench/synthweb.py web (record
+ids and date fixed), then times both, alternating, in CPU time of this process: the WARC write of a
+fetch (WarcWriter._build_python against _core.WarcRecords.fetch: response, request and metadata
+records, their digests and gzip members), and the gzip of the body alone. The fetch is shaped as the
+crawl hands it over: nginx's response headers, the body's digest known already (the page's
+signature), the page's links as outlinks. Needs the core built (`pip install -e .` with cargo).
 """
 
 from __future__ import annotations
 
 import argparse
 import http
-import importlib.util
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -37,25 +34,18 @@ ROOT = Path(__file__).resolve().parent.parent
 
 UA = (("User-Agent", "harvestman/0.1 (+https://example.org/bot)"), ("Accept", "*/*"),
       ("Accept-Encoding", "gzip, deflate, br, zstd"))
+DATE = "2023-11-14T22:13:20.000000Z"
 IDS = ("<urn:uuid:00000000-0000-4000-8000-000000000001>", "<urn:uuid:00000000-0000-4000-8000-000000000002>",
        "<urn:uuid:00000000-0000-4000-8000-000000000003>")
 
 
-def native_module() -> object:
-    """harvestman._native, built first when missing or older than its source."""
-    spec = importlib.util.spec_from_file_location("harvestman_native_build", ROOT / "native" / "build.py")
-    assert spec is not None and spec.loader is not None
-    build = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(build)
-    so = build.build()
-    if warc._native_fetch is None:  # built just now: load it as the writer would have
-        spec = importlib.util.spec_from_file_location("_native", so)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        module.configure(warc._deflate.compress, {s.value: s.phrase for s in http.HTTPStatus})
-        return module
-    return sys.modules["harvestman._native"]
+def core_records() -> Any:
+    """The core's WARC writer, configured as store/warc.py configures it."""
+    try:
+        from harvestman import _core
+    except ImportError:
+        sys.exit("harvestman._core is not built: pip install -e . with a Rust toolchain")
+    return _core.WarcRecords(warc._deflate.compress, {s.value: s.phrase for s in http.HTTPStatus})
 
 
 def pages(root: Path, hosts: int, per_host: int) -> list[tuple[FetchResult, list[str], str]]:
@@ -91,51 +81,42 @@ def main() -> None:
     parser.add_argument("--hosts", type=int, default=10)
     parser.add_argument("--pages", type=int, default=50, help="pages per host")
     parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--crawl-ms", type=float, default=0.71,
-                        help="the crawl's CPU ms a page without the native core (crawl_vs_peers.py)")
-    parser.add_argument("--base-ms", type=float, default=0.74, help="the start commit's CPU ms a page")
     args = parser.parse_args()
-    native = native_module()
-    fetch = native.warc_fetch  # type: ignore[attr-defined]
+    fetch = core_records().fetch
     with tempfile.TemporaryDirectory(prefix="harvestman-native-") as tmp:
         items = pages(Path(tmp) / "web", args.hosts, args.pages)
         writer = warc.WarcWriter(Path(tmp) / "warc")
         level = writer.compress_level
         for result, links, digest in items:
-            if fetch(result, UA, links, digest, level, IDS) != writer._build_python(result, UA, links, digest,
-                                                                                      IDS):
-                sys.exit(f"native output differs from Python's for {result.url}")
-        print(f"{len(items)} pages of the bench web: native WARC records byte-identical to Python's")
+            if fetch(result, UA, links, digest, level, IDS, DATE) != writer._build_python(
+                    result, UA, links, digest, IDS, DATE):
+                sys.exit(f"the core's output differs from Python's for {result.url}")
+        print(f"{len(items)} pages of the bench web: the core's WARC records byte-identical to Python's")
 
         def python_path() -> None:
             for result, links, digest in items:
-                writer._build_python(result, UA, links, digest)
+                writer._build_python(result, UA, links, digest, IDS, DATE)
 
-        def native_path() -> None:
+        def core_path() -> None:
             for result, links, digest in items:
-                fetch(result, UA, links, digest, level, None)
+                fetch(result, UA, links, digest, level, IDS, DATE)
 
         def gzip_floor() -> None:
             for result, _, _ in items:
                 warc._deflate.compress(result.body, level, 31)
 
         python_path()
-        native_path()
+        core_path()
         py, nat, gz = [], [], []
         for _ in range(args.runs):
             py.append(cpu_us(python_path, len(items)))
-            nat.append(cpu_us(native_path, len(items)))
+            nat.append(cpu_us(core_path, len(items)))
             gz.append(cpu_us(gzip_floor, len(items)))
     p, n = statistics.median(py), statistics.median(nat)
-    saved_ms = (p - n) / 1000
-    projected = args.crawl_ms - saved_ms
-    print(f"\n{'part':<34} {'Python µs/page':>15} {'native µs/page':>15}")
+    print(f"\n{'part':<34} {'Python µs/page':>15} {'core µs/page':>15}")
     print(f"{'WARC write (3 records, gzip, SHA-1)':<34} {p:>15.1f} {n:>15.1f}")
     print(f"{'  of which gzip of the body alone':<34} {statistics.median(gz):>15.1f}")
-    print(f"(CPU time, medians of {args.runs} alternating runs of {len(items)} pages)\n")
-    print(f"crawl CPU a page: {args.crawl_ms:.3f} ms without -> projected {projected:.3f} ms with the native "
-          f"WARC write ({projected / args.base_ms:.2f}x the base's {args.base_ms:.3f} ms; goal 0.60x)")
-
+    print(f"(CPU time, medians of {args.runs} alternating runs of {len(items)} pages)")
 
 if __name__ == "__main__":
     main()

@@ -1,0 +1,212 @@
+//! harvestman's compiled core, imported by the Python package as `harvestman._core` (see
+//! harvestman.model.core, which chooses between it and the pure-Python path). The Python
+//! implementation stays the reference: each entry point here returns what its Python counterpart
+//! returns, or None for the inputs it leaves to Python.
+
+mod digest;
+pub mod warc;
+
+use pyo3::exceptions::PyTypeError;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyString, PyTuple};
+use std::collections::HashMap;
+
+/// The WARC records of one fetch, built and gzipped in one call: WarcWriter._build_python's bytes.
+#[pyclass(frozen)]
+struct WarcRecords {
+    /// The Python writer's own gzip function (isal_zlib.compress or zlib.compress), so that each
+    /// gzip member is byte for byte the one Python makes; no Rust crate beat ISA-L at its ratio
+    /// (bench/gzip_choice.py, README: Benchmarks).
+    compress: Py<PyAny>,
+    /// Status code to reason phrase, as http.HTTPStatus has them.
+    reasons: HashMap<i64, String>,
+}
+
+/// str of a Python object, None when it is not a str.
+fn text<'py>(o: Bound<'py, PyAny>) -> Option<Bound<'py, PyString>> {
+    o.cast_into::<PyString>().ok()
+}
+
+/// (name, value) header pairs of str.
+type Pairs<'py> = Vec<(Bound<'py, PyString>, Bound<'py, PyString>)>;
+
+/// Header pairs (name, value) of str, None when one is not.
+fn pairs<'py>(o: &Bound<'py, PyAny>) -> PyResult<Option<Pairs<'py>>> {
+    let mut out = Vec::new();
+    for item in o.try_iter()? {
+        let Ok(pair) = item?.cast_into::<PyTuple>() else {
+            return Ok(None);
+        };
+        if pair.len() != 2 {
+            return Ok(None);
+        }
+        let (Some(name), Some(value)) = (text(pair.get_item(0)?), text(pair.get_item(1)?)) else {
+            return Ok(None);
+        };
+        out.push((name, value));
+    }
+    Ok(Some(out))
+}
+
+/// str() of an int field (an int of i64 range is formatted here, anything else by Python).
+fn int_text(o: &Bound<'_, PyAny>) -> PyResult<String> {
+    match o.extract::<i64>() {
+        Ok(n) => Ok(n.to_string()),
+        Err(_) => Ok(o.str()?.to_str()?.to_owned()),
+    }
+}
+
+/// Borrow the str pairs as &str pairs; None when one is not valid UTF-8 (a lone surrogate).
+fn borrowed<'a>(
+    pairs: &'a [(Bound<'_, PyString>, Bound<'_, PyString>)],
+) -> Option<Vec<(&'a str, &'a str)>> {
+    pairs
+        .iter()
+        .map(|(n, v)| Some((n.to_str().ok()?, v.to_str().ok()?)))
+        .collect()
+}
+
+macro_rules! or_leave {
+    ($e:expr) => {
+        match $e {
+            Some(v) => v,
+            None => return Ok(None),
+        }
+    };
+}
+
+#[pymethods]
+impl WarcRecords {
+    #[new]
+    fn new(compress: Py<PyAny>, reasons: &Bound<'_, PyDict>) -> PyResult<Self> {
+        let reasons = reasons.extract::<HashMap<i64, String>>()?;
+        Ok(WarcRecords { compress, reasons })
+    }
+
+    /// The gzipped records of one fetch (response, request, metadata), or None to leave it to Python.
+    #[allow(clippy::too_many_arguments)]
+    fn fetch<'py>(
+        &self,
+        py: Python<'py>,
+        result: &Bound<'py, PyAny>,
+        request_headers: &Bound<'py, PyAny>,
+        outlinks: &Bound<'py, PyAny>,
+        payload_digest: &str,
+        level: i32,
+        ids: (String, String, String),
+        date: &str,
+    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let get = |name: &Bound<'py, PyString>| result.getattr(name);
+        if !get(intern!(py, "rendering"))?.is_none() {
+            return Ok(None); // conversion and resource records: the Python writer's
+        }
+        let url = or_leave!(text(get(intern!(py, "url"))?));
+        let final_url = or_leave!(text(get(intern!(py, "final_url"))?));
+        let addr = or_leave!(text(get(intern!(py, "remote_addr"))?));
+        let partial = or_leave!(text(get(intern!(py, "partial"))?));
+        let status: i64 = get(intern!(py, "status"))?.extract()?;
+        let body_obj = get(intern!(py, "body"))?;
+        let body = or_leave!(body_obj.cast::<PyBytes>().ok()).as_bytes();
+        let headers = or_leave!(pairs(&get(intern!(py, "headers"))?)?);
+        let sent = or_leave!(pairs(request_headers)?);
+        let mut links = Vec::new();
+        for link in outlinks.try_iter()? {
+            links.push(or_leave!(text(link?)));
+        }
+        let timings = get(intern!(py, "timings"))?;
+        let mut times = [0.0; 5];
+        for (slot, name) in times
+            .iter_mut()
+            .zip(["dns", "connect", "tls", "first_byte", "total"])
+        {
+            *slot = timings.getattr(name)?.extract()?;
+        }
+        let mut hops = Vec::new();
+        for hop in get(intern!(py, "redirects"))?.try_iter()? {
+            let hop = hop?;
+            hops.push((
+                int_text(&hop.getattr(intern!(py, "status"))?)?,
+                or_leave!(text(hop.getattr(intern!(py, "url"))?)),
+                or_leave!(text(hop.getattr(intern!(py, "location"))?)),
+            ));
+        }
+        let error_class = or_leave!(text(get(intern!(py, "error_class"))?));
+        let error_message = or_leave!(text(get(intern!(py, "error_message"))?));
+
+        let url_str = or_leave!(url.to_str().ok());
+        let final_str = or_leave!(final_url.to_str().ok());
+        let error_str = or_leave!(error_class.to_str().ok());
+        let fetch = warc::Fetch {
+            uri: if final_str.is_empty() {
+                url_str
+            } else {
+                final_str
+            },
+            url: url_str,
+            remote_addr: or_leave!(addr.to_str().ok()),
+            status,
+            reason: self.reasons.get(&status).map_or("", String::as_str),
+            headers: or_leave!(borrowed(&headers)),
+            body,
+            truncated: get(intern!(py, "truncated"))?.is_truthy()?,
+            partial: or_leave!(partial.to_str().ok()),
+            payload_digest,
+            request_headers: or_leave!(borrowed(&sent)),
+            outlinks: or_leave!(links.iter().map(|l| l.to_str().ok()).collect()),
+            timings: times,
+            wire_bytes: int_text(&get(intern!(py, "wire_bytes"))?)?,
+            attempt: int_text(&get(intern!(py, "attempt"))?)?,
+            redirects: or_leave!(hops
+                .iter()
+                .map(|(s, u, l)| Some((s.clone(), u.to_str().ok()?, l.to_str().ok()?)))
+                .collect()),
+            error: if error_str.is_empty() {
+                None
+            } else {
+                Some((error_str, or_leave!(error_message.to_str().ok())))
+            },
+            ids: [&ids.0, &ids.1, &ids.2],
+            date,
+        };
+        let records = or_leave!(warc::records(&fetch));
+        let compress = self.compress.bind(py);
+        let mut members = Vec::with_capacity(records.len());
+        let mut total = 0;
+        for record in &records {
+            let raw = PyBytes::new_with(py, record.len(), |out| {
+                record.write_to(out);
+                Ok(())
+            })?;
+            let member = compress
+                .call1((raw, level, 31))?
+                .cast_into::<PyBytes>()
+                .map_err(|_| PyTypeError::new_err("the compress function must return bytes"))?;
+            total += member.as_bytes().len();
+            members.push(member);
+        }
+        if let [one] = &members[..] {
+            return Ok(Some(one.clone()));
+        }
+        let joined = PyBytes::new_with(py, total, |out| {
+            let mut at = 0;
+            for member in &members {
+                let bytes = member.as_bytes();
+                out[at..at + bytes.len()].copy_from_slice(bytes);
+                at += bytes.len();
+            }
+            Ok(())
+        })?;
+        Ok(Some(joined))
+    }
+}
+
+#[pymodule]
+fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("VERSION", env!("CARGO_PKG_VERSION"))?;
+    // A digest of the sources this build came from (build.rs): harvestman.model.core compares it
+    // with the checkout's, so that an editable install never runs a core older than its source.
+    m.add("SOURCE_DIGEST", env!("SOURCE_DIGEST"))?;
+    m.add_class::<WarcRecords>()?;
+    Ok(())
+}

@@ -1,0 +1,17 @@
+"""harvestman's compiled core (native/, Rust through PyO3), built by `pip install` where cargo is.
+Loaded through harvestman.model.core, never imported directly."""
+
+from collections.abc import Callable, Iterable
+
+from harvestman.model.records import FetchResult, Headers
+
+VERSION: str
+SOURCE_DIGEST: str  # SHA-1 (hex) of the sources it was built from: see harvestman.model.core
+
+class WarcRecords:
+    """The gzipped WARC records of one fetch: store/warc.py's WarcWriter._build_python's bytes."""
+
+    def __new__(cls, compress: Callable[[bytes, int, int], bytes], reasons: dict[int, str],
+                /) -> WarcRecords: ...
+    def fetch(self, result: FetchResult, request_headers: Headers, outlinks: Iterable[str],
+              payload_digest: str, level: int, ids: tuple[str, str, str], date: str, /) -> bytes | None: ...
