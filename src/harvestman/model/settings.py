@@ -2,11 +2,12 @@
 with its default, its help, its command-line option, its scope, its choices or range and whether the
 API may set it.
 
-Everything else follows from these fields: the whole config (model/config.py) is made of the sections, its
-checks of choices and ranges read `SETTINGS`, and so do the command-line options (app/options.py),
-the API's allow-list (serve/settings.py), `download()`'s accepted set (crawl/download.py), the
-worker's and a resumed run's sets (below) and the option table of docs/config.md. A new setting is
-one field here (and a line in docs/config.md's table, written by `python -m harvestman.app.options`).
+Everything else follows from these fields: the whole config (model/config.py) is made of the
+sections and its checks of choices and ranges read `SETTINGS`, and so do the command-line options
+(app/options.py), the API's allow-list (serve/settings.py), `download()`'s accepted set
+(crawl/download.py), the worker's and a resumed run's sets (below) and the option table of
+docs/config.md. A new setting is one field here (and a line in docs/config.md's table, written by
+`python -m harvestman.app.options docs/config.md`).
 """
 
 from __future__ import annotations
