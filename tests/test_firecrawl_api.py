@@ -287,7 +287,8 @@ def test_v2_refusals_are_errors_the_client_raises(fc: Any, server: ServeProcess,
     assert not_json.status == 400 and "JSON" in not_json.json()["error"]
     unauthorized = server.call("POST", "/v2/scrape", {"url": f"{site.base}/"}, auth=False)
     assert unauthorized.status == 401 and unauthorized.json()["code"] == "UNAUTHORIZED"
-    assert server.call("GET", "/api/nope").json() == {"detail": "Not Found"}  # /api keeps its own shape
+    # /api keeps its own shape (serve/apierrors.py)
+    assert server.call("GET", "/api/nope").json() == {"detail": "no such route: GET /api/nope"}
 
 
 def test_v2_routes_that_fetch_stay_within_the_servers_network_rules(fc: Any, site: Site) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+import socket
 import stat
 import subprocess
 import sys
@@ -89,8 +90,16 @@ def test_health_needs_no_token_openapi_and_docs_do(server: ServeProcess) -> None
     assert server.call("GET", "/health", auth=False).json() == {"ok": True}
     paths = server.call("GET", "/openapi.json").json()["paths"]
     assert "/api/crawls/{crawl_id}/events" in paths
-    assert server.call("GET", "/docs").status == 200
-    for path in ("/docs", "/openapi.json"):  # the API's description is behind the token, as the API is
+    docs = server.call("GET", "/docs")
+    assert docs.status == 200
+    # Swagger UI's files are the server's own (tests/test_serve_ui.py renders the page offline).
+    assets = re.findall(r'(?:src|href)="([^"]+)"', docs.body.decode())
+    assert assets and all(a.startswith("/docs/ui/") for a in assets), assets
+    for asset in assets:
+        assert server.call("GET", asset).status == 200
+    assert server.call("GET", "/docs/ui/LICENSE").status == 404  # the files it serves, by name
+    # The API's description is behind the token, as the API is.
+    for path in ("/docs", "/openapi.json", *assets):
         assert server.call("GET", path, auth=False).status == 401
 
 
@@ -214,15 +223,17 @@ def test_jobs_run_cycle_steps(server: ServeProcess, done_crawl: dict[str, Any]) 
     for body in ({"type": "invertlinks"}, {"type": "index"}):
         job = _run_job(server, base, body)
         assert job["state"] == "finished", job
-    assert server.call("POST", base, {"type": "rm -rf"}).status == 422
-    assert server.call("POST", base, {"type": "generate", "top_n": "x"}).status == 422
-    assert server.call("POST", base, {"type": "fetch", "segment": "../../etc"}).status == 422
-    refused = server.call("POST", base, {"type": "rank", "damping": 1.5})
-    assert refused.status == 422 and "damping" in refused.json()["detail"]
-    assert server.call("POST", base, {"type": "index", "rebuild": "yes"}).status == 422
-    assert (
-        server.call("POST", base, {"type": "dedup", "distance": 3, "allow_net": ["0.0.0.0/0"]}).status == 422
-    )
+    for body, field in (  # each refused naming the option at fault
+        ({"type": "rm -rf"}, "type"),
+        ({"type": "generate", "top_n": "x"}, "top_n"),
+        ({"type": "fetch", "segment": "../../etc"}, "segment"),
+        ({"type": "rank", "damping": 1.5}, "damping"),
+        ({"type": "index", "rebuild": "yes"}, "rebuild"),
+        ({"type": "dedup", "distance": 3, "allow_net": ["0.0.0.0/0"]}, "allow_net"),
+    ):
+        refused = server.call("POST", base, body)
+        assert refused.status == 422 and refused.json()["field"] == field, (body, refused.body)
+        assert field in refused.json()["detail"]
     assert server.call("GET", f"{base}/0123456789ab").status == 404
     assert server.call("GET", f"{base}/..%2F..%2Fserve").status == 404
 
@@ -299,12 +310,27 @@ def test_bad_seeds_and_bodies_are_refused(server: ServeProcess) -> None:
         reply = server.call("POST", "/api/crawls", body)
         assert reply.status == 422, (body, reply.body)
         assert reply.json()["field"] in ("seeds", "settings")
-    bad_json = server.call(
-        "POST", "/api/crawls", raw=b"{not json", headers={"Content-Type": "application/json"}
-    )
-    assert bad_json.status == 422
     huge = server.call("POST", "/api/crawls", {"seeds": ["http://127.3.0.1:1/" + "a" * (2 << 20)]})
     assert huge.status == 413 and "detail" in huge.json()
+
+
+def test_errors_say_what_was_wrong_and_where(server: ServeProcess) -> None:
+    """One shape for every /api error: `detail`, and `field` (with `line` and `column` for a body that
+    is not JSON) where the request is at fault."""
+    raw = b'{"seeds": [\n  "http://x/",\n]}'  # a comma too many: the fault is at line 3, column 1
+    bad_json = server.call("POST", "/api/crawls", raw=raw, headers={"Content-Type": "application/json"})
+    assert bad_json.status == 422
+    assert bad_json.json() == {"detail": "the body is not JSON: Expecting value at line 3, column 1",
+                               "field": "body", "line": 3, "column": 1}
+    wrong = server.call("POST", "/api/crawls", {"seeds": ["http://127.3.0.1:1/", 7]})
+    assert wrong.status == 422
+    assert wrong.json() == {"detail": "seeds.1: Input should be a valid string", "field": "seeds.1"}
+    not_object = server.call("POST", "/api/crawls/0123456789ab/jobs", [1])
+    assert not_object.status == 422 and not_object.json()["field"] == "body"
+    query = server.call("GET", "/api/crawls/0123456789ab/urls?limit=many")
+    assert query.status == 422 and query.json()["field"] == "limit"
+    assert server.call("GET", "/api/nothing").json() == {"detail": "no such route: GET /api/nothing"}
+    assert server.call("PUT", "/api/crawls").json() == {"detail": "PUT is not allowed on /api/crawls"}
 
 
 def test_no_path_in_a_request_reaches_outside_root(server: ServeProcess, done_crawl: dict[str, Any]) -> None:
@@ -447,7 +473,8 @@ def test_a_new_token_is_made_once_with_mode_0600(tmp_path: Path) -> None:
     again = ServeProcess(root, token=None, env=env).start()
     try:
         assert (root / "token").read_text().strip() == token
-        assert token not in again.log.read_text().split("serving")[-1]
+        said = again.log.read_text()
+        assert token not in said and f"the token is in {root / 'token'}" in said  # where, not what
     finally:
         again.stop()
 
@@ -473,6 +500,7 @@ def test_a_public_address_without_a_given_token_is_refused(tmp_path: Path) -> No
     assert done.returncode == 2
     assert "--token" in done.stderr and "Traceback" not in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "root").exists()  # refused before anything was made: no token file
     short = subprocess.run(
         harvestman_cmd("serve", "--data", str(tmp_path / "root"), "--token", "short"),
         capture_output=True,
@@ -482,6 +510,23 @@ def test_a_public_address_without_a_given_token_is_refused(tmp_path: Path) -> No
         check=False,
     )
     assert short.returncode == 2 and "too short" in short.stderr
+
+
+def test_a_port_in_use_is_one_line_before_serving(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            harvestman_cmd("serve", "--data", str(tmp_path / "root"), "--port", str(port), "--token", TOKEN),
+            capture_output=True, text=True, timeout=30, check=False,
+        )
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.splitlines() == [
+        f"harvestman: error: cannot listen at http://127.0.0.1:{port}/: another server listens there; "
+        "choose another --port"
+    ]
+    assert not (tmp_path / "root").exists()
 
 
 def test_stream_of_unknown_crawl_is_404(server: ServeProcess) -> None:

@@ -15,6 +15,7 @@ import signal
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -218,6 +219,32 @@ def test_sign_in(page: Any, served: Served) -> None:
     page.locator("form.start-form").wait_for()
     page.locator("[data-testid=crawls]").wait_for()
     shot(page, "02-signed-in")
+
+
+def test_docs_render_with_no_network_but_the_servers(page: Any, served: Served) -> None:
+    """/docs (Swagger UI) in the signed-in browser, every request to anywhere but loopback refused:
+    the operations list shows, and the page asked for nothing off this machine."""
+    tab = page.context.new_page()
+    tab.set_default_timeout(WAIT_MS)
+    outside: list[str] = []
+
+    def loopback_only(route: Any) -> None:
+        host = urllib.parse.urlsplit(route.request.url).hostname or ""
+        if host == "localhost" or host.startswith("127."):
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort("internetdisconnected")
+
+    tab.route("**/*", loopback_only)
+    try:
+        tab.goto("/docs")
+        tab.locator(".opblock-summary-path[data-path='/api/crawls']").first.wait_for()
+        assert tab.locator(".opblock").count() >= 10  # the API's operations, listed
+        shot(tab, "02b-docs-offline")
+    finally:
+        tab.close()
+    assert not outside, f"/docs asked for something off this machine: {outside}"
 
 
 def _fill_start_form(page: Any, site: Site, *, max_pages: str = "100", resolve: str = "",

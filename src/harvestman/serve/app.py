@@ -3,28 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from fastapi import Depends, FastAPI, Form, Request
-from fastapi.exceptions import RequestValidationError
-from fastapi.openapi.docs import get_swagger_ui_html
-from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 
 from harvestman.crawl.exposition import CONTENT_TYPE, exposition
 from harvestman.launch.metrics import read_counts
-from harvestman.model.errors import ConfigError, HarvestmanError, QueryError, StorageError
 from harvestman.serve.api import Services, api_router
+from harvestman.serve.apidocs import add_docs
+from harvestman.serve.apierrors import add_error_handlers, error
 from harvestman.serve.auth import CSRF_COOKIE, SESSION_COOKIE, Auth, csrf_ok, new_csrf
-from harvestman.serve.ceiling import CeilingError, NetCeiling
-from harvestman.serve.crawls import CrawlBusy, CrawlManager, UnknownCrawl
+from harvestman.serve.ceiling import NetCeiling
+from harvestman.serve.crawls import CrawlManager
 from harvestman.serve.firecrawl import Firecrawl, firecrawl_router
 from harvestman.serve.firecrawl2 import firecrawl2_router, firecrawl_errors
-from harvestman.serve.jobs import UnknownJob
 from harvestman.serve.layout import CrawlPaths
 from harvestman.serve.limits import MAX_BODY, BodyLimit
-from harvestman.serve.pages import PageNotFound
-from harvestman.serve.settings import SettingsError
 
 STATIC = Path(__file__).parent / "static"
 _FALLBACK_PAGE = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
@@ -33,10 +28,6 @@ _FALLBACK_LOGIN = """<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">
 <title>Sign in · harvestman</title></head><body><form method="post" action="/login">
 <label>Token <input name="token" type="password"></label>
 <input type="hidden" name="csrf" value="{csrf}"><button>Sign in</button></form></body></html>"""
-
-
-def _error(status: int, detail: str, **extra: Any) -> JSONResponse:
-    return JSONResponse({"detail": detail, **extra}, status_code=status)
 
 
 def create_app(root: Path, token: str, db: str = "", *, max_body: int = MAX_BODY,
@@ -54,8 +45,8 @@ def create_app(root: Path, token: str, db: str = "", *, max_body: int = MAX_BODY
     firecrawl = Firecrawl(services.manager, services.searcher, services.pages)
     app.include_router(firecrawl_router(firecrawl, auth))
     app.include_router(firecrawl2_router(firecrawl, auth))
-    _add_docs(app, auth)
-    _add_error_handlers(app)
+    add_docs(app, auth)
+    add_error_handlers(app)
     firecrawl_errors(app)
     _add_pages(app, auth)
     _add_metrics(app, auth, services.manager)
@@ -63,47 +54,6 @@ def create_app(root: Path, token: str, db: str = "", *, max_body: int = MAX_BODY
         app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_middleware(BodyLimit, limit=max_body)
     return app
-
-
-def _add_docs(app: FastAPI, auth: Auth) -> None:
-    @app.get("/openapi.json", include_in_schema=False, dependencies=[Depends(auth)])
-    def openapi() -> JSONResponse:
-        return JSONResponse(app.openapi())
-
-    @app.get("/docs", include_in_schema=False, dependencies=[Depends(auth)])
-    def docs() -> HTMLResponse:
-        return get_swagger_ui_html(openapi_url="/openapi.json", title="harvestman API")
-
-
-def _add_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(CeilingError)
-    async def too_wide(_: Request, exc: CeilingError) -> JSONResponse:
-        return _error(403, str(exc), field=exc.field)
-
-    @app.exception_handler(SettingsError)
-    async def bad_setting(_: Request, exc: SettingsError) -> JSONResponse:
-        return _error(422, str(exc), field=exc.field)
-
-    @app.exception_handler(RequestValidationError)
-    async def bad_request(_: Request, exc: RequestValidationError) -> JSONResponse:
-        first = exc.errors()[0] if exc.errors() else {}
-        where = [
-            str(part) for part in first.get("loc", ()) if part not in ("body", "query", "path", "header")
-        ]
-        field = where[0] if where else "body"
-        return _error(422, f"{'.'.join(where) or 'body'}: {first.get('msg', 'invalid')}", field=field)
-
-    @app.exception_handler(HarvestmanError)
-    async def harvestman_error(_: Request, exc: HarvestmanError) -> JSONResponse:
-        if isinstance(exc, UnknownCrawl | UnknownJob | PageNotFound):
-            return _error(404, str(exc))
-        if isinstance(exc, CrawlBusy):
-            return _error(409, str(exc))
-        if isinstance(exc, ConfigError | QueryError):
-            return _error(422, str(exc))
-        if isinstance(exc, StorageError):
-            return _error(503, str(exc))
-        return _error(500, str(exc))
 
 
 def _add_metrics(app: FastAPI, auth: Auth, manager: CrawlManager) -> None:
@@ -178,7 +128,7 @@ def _add_pages(app: FastAPI, auth: Auth) -> None:
     def logout(request: Request, csrf: str = Form("")) -> Response:
         given = request.headers.get("X-CSRF-Token", "") or csrf
         if auth.session_ok(request) and not csrf_ok(request, given):
-            return _error(403, "missing or wrong X-CSRF-Token header")
+            return error(403, "missing or wrong X-CSRF-Token header")
         response = RedirectResponse("/login", status_code=303)
         response.delete_cookie(SESSION_COOKIE, path="/")
         return response

@@ -9,7 +9,7 @@ from typing import Any
 
 from harvestman.batch.generate import ORDERS
 from harvestman.batch.ranks import ALGORITHMS
-from harvestman.model.errors import ConfigError
+from harvestman.serve.settings import SettingsError
 
 _SEGMENT = re.compile(r"^[0-9A-Za-z_.-]{1,64}$")
 
@@ -87,28 +87,30 @@ def _int(options: dict[str, Any], name: str, low: int, high: int, default: int) 
     if value is None:  # left out (or null, as spec_json writes an unset option)
         return default
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise ConfigError(f"job option {name!r} wants an integer between {low} and {high}, got {value!r}")
+        raise SettingsError(
+            f"job option {name!r} wants an integer between {low} and {high}, got {value!r}", name
+        )
     return value
 
 
 def _flag(options: dict[str, Any], name: str) -> bool:
     value = options.get(name, False)
     if not isinstance(value, bool):
-        raise ConfigError(f"job option {name!r} must be true or false, got {value!r}")
+        raise SettingsError(f"job option {name!r} must be true or false, got {value!r}", name)
     return value
 
 
 def _segment(options: dict[str, Any]) -> str | None:
     segment = options.get("segment")
     if segment is not None and (not isinstance(segment, str) or not _SEGMENT.fullmatch(segment)):
-        raise ConfigError("job option 'segment' must be a segment id")
+        raise SettingsError("job option 'segment' must be a segment id", "segment")
     return segment
 
 
 def _choice(options: dict[str, Any], name: str, choices: tuple[str, ...], message: str) -> str | None:
     value = options.get(name)
     if value is not None and value not in choices:
-        raise ConfigError(message)
+        raise SettingsError(message, name)
     return value
 
 
@@ -116,10 +118,10 @@ def job_spec(job_type: str, options: dict[str, Any]) -> JobSpec:
     """The job a request asks for, its options checked (a job runs nothing a request spells out)."""
     kind = _KINDS.get(job_type)
     if kind is None:
-        raise ConfigError(f"job type must be one of {', '.join(JOB_TYPES)}, got {job_type!r}")
+        raise SettingsError(f"job type must be one of {', '.join(JOB_TYPES)}, got {job_type!r}", "type")
     unknown = sorted(set(options) - set(kind.__dataclass_fields__))
     if unknown:
-        raise ConfigError(f"unknown option {unknown[0]!r} for a {job_type} job")
+        raise SettingsError(f"unknown option {unknown[0]!r} for a {job_type} job", unknown[0])
     if kind is GenerateJob:
         return GenerateJob(
             top_n=_int(options, "top_n", 1, 10_000_000, 1000),
@@ -141,7 +143,7 @@ def job_spec(job_type: str, options: dict[str, Any]) -> JobSpec:
         )
         damping = options.get("damping", 0.85)
         if not isinstance(damping, int | float) or isinstance(damping, bool) or not 0 < damping < 1:
-            raise ConfigError("job option 'damping' must be a number between 0 and 1")
+            raise SettingsError("job option 'damping' must be a number between 0 and 1", "damping")
         iterations = None if options.get("iterations") is None else _int(options, "iterations", 1, 1000, 1)
         return RankJob(algorithm or "pagerank", float(damping), iterations)
     if kind is DedupJob:

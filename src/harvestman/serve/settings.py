@@ -18,7 +18,7 @@ _NAMED = re.compile(r"'([a-z_]+)'")
 
 
 class SettingsError(ConfigError):
-    """An invalid setting (or seed list) in a request, and the field it concerns."""
+    """An invalid setting (or seed list, or job option) in a request, and the field it concerns."""
 
     def __init__(self, message: str, field: str) -> None:
         super().__init__(message)

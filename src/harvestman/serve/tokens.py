@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,13 +24,20 @@ class Token:
     source: str
 
 
-def load_token(root: Path, given: str | None, env: dict[str, str] | None = None) -> Token:
-    """`--token`, else $HARVESTMAN_TOKEN, else ROOT/token, else a new one written there (mode 0600)."""
+def given_token(given: str | None, env: Mapping[str, str] | None = None) -> Token | None:
+    """`--token`, else $HARVESTMAN_TOKEN (checked), else None: the token given explicitly."""
     environ = os.environ if env is None else env
     if given:
         return Token(_checked(given, "--token"), "option")
     if environ.get(TOKEN_ENV):
         return Token(_checked(environ[TOKEN_ENV], TOKEN_ENV), "env")
+    return None
+
+
+def load_token(root: Path, given: Token | None) -> Token:
+    """`given`, else ROOT/token, else a new one written there (mode 0600)."""
+    if given is not None:
+        return given
     path = Path(root) / TOKEN_FILE
     if path.is_file():
         return Token(_checked(path.read_text(encoding="utf-8").strip(), str(path)), "file")
@@ -58,9 +66,9 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def check_bind(host: str, token: Token) -> None:
+def check_bind(host: str, given: Token | None) -> None:
     """Refuse a non-loopback address unless the token was given explicitly (option or environment)."""
-    if not is_loopback(host) and token.source not in ("option", "env"):
+    if not is_loopback(host) and given is None:
         raise ConfigError(
             f"refusing to listen on {host} without a token given explicitly: pass --token "
             f"or set {TOKEN_ENV} (a loopback address such as 127.0.0.1 needs neither)"

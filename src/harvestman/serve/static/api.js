@@ -19,17 +19,9 @@ export function cookie(name) {
   return "";
 }
 
-/** The message and field of an error body: {"detail": str, "field"?} or FastAPI's list form. */
+/** The message and field of an error body: {"detail": str, "field"?} (docs/serve.md, "Errors"). */
 function describe(body, fallback) {
   if (!body || body.detail === undefined) return { message: fallback, field: null };
-  if (Array.isArray(body.detail)) {
-    // FastAPI's request validation: [{"loc": ["body", "settings", "max_pages"], "msg": "..."}]
-    const first = body.detail[0] || {};
-    const loc = Array.isArray(first.loc) ? first.loc : [];
-    const field = loc.length ? String(loc[loc.length - 1]) : null;
-    const message = body.detail.map((d) => `${(d.loc || []).slice(1).join(".")}: ${d.msg}`).join("; ");
-    return { message, field: body.field || field };
-  }
   return { message: String(body.detail), field: body.field || null };
 }
 

@@ -88,7 +88,9 @@ function startForm(onStarted) {
   function showError(err) {
     formError.textContent = err.message;
     formError.hidden = false;
-    const box = err.field ? form.querySelector(`.field[data-field="${CSS.escape(err.field)}"]`) : null;
+    // A setting's name, or a dotted path in the body ("seeds.0"): its first part names the form field.
+    const name = err.field ? err.field.split(".")[0] : "";
+    const box = name ? form.querySelector(`.field[data-field="${CSS.escape(name)}"]`) : null;
     if (box) {
       box.classList.add("invalid");
       const p = box.querySelector(".field-error");
