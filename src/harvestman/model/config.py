@@ -141,7 +141,7 @@ def _out_of_range(s: Setting, value: Any) -> ConfigError | None:
     if s.bounds:
         wanted = s.bounds
     elif s.at_most is not None:
-        wanted = f"between {s.at_least:g} and {s.at_most:g}"
+        wanted = f"between {s.at_least:g} and {s.at_most:g}" if s.at_least is not None else f"<= {s.at_most:g}"
     else:
         wanted = f">= {s.at_least:g}" if s.at_least is not None else f"> {s.above:g}"
     return ConfigError(f"{s.name} must be {wanted}, got {value!r}")
