@@ -140,8 +140,10 @@ def _out_of_range(s: Setting, value: Any) -> ConfigError | None:
         return None
     if s.bounds:
         wanted = s.bounds
+    elif s.at_most is not None and s.at_least is not None:
+        wanted = f"between {s.at_least:g} and {s.at_most:g}"
     elif s.at_most is not None:
-        wanted = f"between {s.at_least:g} and {s.at_most:g}" if s.at_least is not None else f"<= {s.at_most:g}"
+        wanted = f"<= {s.at_most:g}"
     else:
         wanted = f">= {s.at_least:g}" if s.at_least is not None else f"> {s.above:g}"
     return ConfigError(f"{s.name} must be {wanted}, got {value!r}")
