@@ -459,8 +459,8 @@ class FocusSettings:
         flags=("--keep-off-topic",), form="switch")
 
 
-# Section name (a property of the whole config, and a TOML table) -> its record; in the order of the option
-# table and of --help.
+# Section name (a property of the whole config, and a TOML table) -> its record; in the order of
+# the option table and of --help.
 SECTIONS: dict[str, type[Any]] = {
     "run": RunSettings,
     "links": LinkSettings,
