@@ -177,7 +177,12 @@ WHOLE_CONFIG_ALLOWED = {"model/config.py", "crawl/engine.py", "crawl/download.py
                         # Names it in a message only: a library user is told to pass resume=True.
                         "model/errors.py",
                         # The command-line options and docs table, showing CrawlConfig's defaults.
-                        "app/options.py"}
+                        "app/options.py",
+                        # The page stages (features, Markdown) a crawl's settings ask for, built
+                        # above index/ and handed down.
+                        "index/stages.py", "crawl/sinks.py",
+                        # The cycle's steps run once for the command line and the server.
+                        "launch/steps.py"}
 
 
 def test_only_the_builders_see_the_whole_config() -> None:

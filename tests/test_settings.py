@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
+import inspect
 import io
 import re
 from pathlib import Path
@@ -18,6 +19,7 @@ from harvestman.app.cli import build_parser, main
 from harvestman.app.options import given_settings, shown_default, with_table
 from harvestman.launch.report import EXPORT_FORMATS
 from harvestman.model.config import CrawlConfig, config_from_mapping
+from harvestman.model.errors import ConfigError
 from harvestman.model.settings import (
     MACHINE_KEPT,
     MACHINE_LOCAL,
@@ -228,3 +230,86 @@ def test_help_names_only_options_the_command_has_and_every_export_format() -> No
     assert all(f in formats for f in EXPORT_FORMATS), formats
     line = next(c.help or "" for c in commands._choices_actions if c.dest == "export")
     assert all(w in line for w in ("Markdown", "link graph", "opensearch", "solr", "CDXJ")), line
+
+
+# ----- one declaration: the records, the checks and download()'s set follow from it -------------------
+
+
+def test_a_setting_is_one_field_of_one_section_and_nothing_else() -> None:
+    from harvestman.model.settings import SECTIONS
+
+    # CrawlConfig declares no field of its own: each of its fields is a section's, declared with `_`.
+    assert not inspect.get_annotations(CrawlConfig)
+    assert sorted(f.name for f in dataclasses.fields(CrawlConfig)) == sorted(SETTING)
+    for section, kind in SECTIONS.items():
+        for f in dataclasses.fields(kind):
+            assert SETTING[f.name].section == section and f.default == SETTING[f.name].default
+
+
+def test_a_field_declared_without_its_facts_is_refused_at_import() -> None:
+    from harvestman.model.settings import _, _declared
+
+    @dataclasses.dataclass(frozen=True)
+    class Declared:
+        limit: float = _(30.0, "a database-away limit", flags=("--limit",), above=0)
+
+    (limit,) = _declared("storage", Declared)
+    assert (limit.name, limit.section, limit.kind, limit.default, limit.flag) == (
+        "limit", "storage", float, 30.0, "--limit")
+
+    @dataclasses.dataclass(frozen=True)
+    class Bare:
+        limit: float = 30.0
+
+    with pytest.raises(TypeError, match=r"Bare.limit is not declared as a setting"):
+        list(_declared("storage", Bare))
+
+
+def _outside(setting: Setting) -> Any:
+    """A value of `setting`'s type just outside its declared choices or range."""
+    if setting.choices:
+        return "no-such-" + setting.name
+    if setting.at_most is not None:
+        return setting.kind(setting.at_most + 1)
+    return setting.kind(setting.above if setting.above is not None else (setting.at_least or 0) - 1)
+
+
+RANGED = [s for s in SETTINGS if s.choices or {s.at_least, s.above, s.at_most} != {None}]
+
+
+@pytest.mark.parametrize("setting", RANGED, ids=lambda s: s.name)
+def test_each_declared_choice_and_range_is_checked(setting: Setting) -> None:
+    with pytest.raises(ConfigError, match=rf"^{setting.name} must be "):
+        CrawlConfig(**{setting.name: _outside(setting)})
+    CrawlConfig(**{setting.name: setting.default})
+
+
+def test_download_takes_exactly_the_settings_declared_for_it() -> None:
+    from harvestman.crawl.download import DOWNLOAD_SETTINGS, download
+
+    assert {s.name for s in SETTINGS if "list" in s.commands} == DOWNLOAD_SETTINGS
+    for setting in SETTINGS:
+        if setting.name in ("concurrency", "retries", "timeout"):
+            continue  # download()'s own keywords
+        if setting.name in DOWNLOAD_SETTINGS:
+            download([], **{setting.name: setting.default})
+        else:
+            with pytest.raises(ConfigError, match=f"'{setting.name}' is not taken"):
+                download([], **{setting.name: setting.default})
+    # What the command `download` (a crawl of the list) offers and download() cannot do is named.
+    with pytest.raises(ConfigError, match="`harvestman download`, a crawl that follows no link, takes "
+                                          "--workers"):
+        download([], workers=2)
+
+
+def test_one_merge_layers_defaults_stored_file_flags_and_the_commands_own() -> None:
+    from harvestman.model.config import merge_settings
+
+    stored = {"delay": 1.0, "retries": 1, "timeout": 9.0, "max_pages": 5}  # max_pages: the run's
+    cfg, notes = merge_settings(stored, {"retries": 2, "timeout": 8.0}, {"fetch": {"timeout": 7.0}},
+                                {"out_dir": "d"})
+    assert (cfg.delay, cfg.retries, cfg.timeout, cfg.max_pages, cfg.out_dir) == (1.0, 2, 7.0, 0, Path("d"))
+    assert notes == ["--retries: 2 replaces the crawl's stored 1",
+                     "--timeout: 7.0 replaces the crawl's stored 9.0"]
+    joined, notes = merge_settings(stored, {"workers": 2}, same_run=True)  # a worker of the same run
+    assert (joined.max_pages, joined.workers, notes) == (5, 2, [])

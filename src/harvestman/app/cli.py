@@ -9,6 +9,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from harvestman import __version__, core_name
 from harvestman.app import cli_batch, cli_cycle, cli_extract, cli_features, cli_focus, cli_recrawl, cli_search
@@ -16,7 +17,7 @@ from harvestman.app.options import CONFIG_HELP, DB_HELP, DIR_HELP, add_setting_o
 from harvestman.launch.progress import print_summary
 from harvestman.launch.report import EXPORT_FORMATS, EXPORT_WHAT, STDOUT, crawl_report, export_records
 from harvestman.launch.run import check_crawl_order, resumed_config, run_crawl, worker_config
-from harvestman.model.config import CrawlConfig, config_from_mapping
+from harvestman.model.config import CrawlConfig, config_from_mapping, merge_settings
 from harvestman.model.errors import (
     EXIT_CLOSED_OUTPUT,
     EXIT_OK,
@@ -147,10 +148,10 @@ def config_from_args(args: argparse.Namespace, *, follow: bool) -> CrawlConfig:
     seeds = [*config_from_mapping({"seeds": values.get("seeds", ())}).seeds, *getattr(args, "urls", [])]
     for path in getattr(args, "input", []):
         seeds.extend(read_url_file(Path(path)))
-    values["seeds"] = seeds
+    own: dict[str, Any] = {"seeds": seeds}
     if not follow:
-        values.update(follow_links=False, max_depth=0, scope="any")
-    cfg = resumed_config(values) if values.get("resume") else config_from_mapping(values)
+        own.update(follow_links=False, max_depth=0, scope="any")
+    cfg = resumed_config(values, own) if values.get("resume") else merge_settings({}, values, own)[0]
     if not cfg.seeds and not cfg.resume:
         raise ConfigError("no URL given: name some on the command line or with -i FILE")
     return cfg
@@ -183,7 +184,7 @@ def run_demo(out: Path | None, quiet: bool, serve: bool = False) -> int:
     folder = out or Path(tempfile.mkdtemp(prefix="harvestman-demo-"))
     with DemoServer() as server:
         values = demo_config_values(server)
-        cfg = config_from_mapping({**values, "out_dir": folder, "quiet": bool(quiet)})
+        cfg, _ = merge_settings({}, values, {"out_dir": folder, "quiet": bool(quiet)})
         code = run_crawl(cfg)
         frontier = CrawlDir(folder).read()
         try:

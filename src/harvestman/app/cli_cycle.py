@@ -24,7 +24,7 @@ from harvestman.batch.readdb import DUMP_FORMATS, dump, stats, url_info
 from harvestman.batch.seeds import SeedLine, parse_seed_lines, read_seed_file
 from harvestman.launch.run import fetch_segment_run
 from harvestman.launch.steps import fetch_step, generate_step, show, updatedb_step
-from harvestman.model.config import CrawlConfig, config_from_mapping
+from harvestman.model.config import CrawlConfig, merge_settings
 from harvestman.model.errors import EXIT_FAILED, EXIT_OK, ConfigError
 
 COMMANDS = ("inject", "generate", "fetch", "parse", "updatedb", "readdb")
@@ -104,7 +104,8 @@ def _seeds(urls: list[str], files: list[str], cfg: CrawlConfig) -> list[SeedLine
 def _new_or_stored(folder: Path, db: str, values: dict[str, Any]) -> CrawlConfig:
     if crawl_exists(folder, db):
         return load_config(folder, db, values)
-    return config_from_mapping({**values, "out_dir": folder, "db": db})
+    cfg, _ = merge_settings({}, values, {"out_dir": folder, "db": db})
+    return cfg
 
 
 def run(args: argparse.Namespace) -> int:

@@ -1,5 +1,5 @@
 """The command-line options of the settings, and the option table of docs/config.md, derived from the
-settings declaration (model/settings.py) and CrawlConfig's defaults.
+settings declaration (model/settings.py).
 
 Run as `python -m harvestman.app.options docs/config.md` to write the table into the document.
 """
@@ -7,15 +7,14 @@ Run as `python -m harvestman.app.options docs/config.md` to write the table into
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
-from harvestman.model.config import SECTION_OF, CrawlConfig, load_toml
+from harvestman.model.config import load_toml, overlay
 from harvestman.model.errors import ConfigError
-from harvestman.model.settings import SETTING, SETTINGS, SIZE_SETTINGS, Command, Setting, options_of
+from harvestman.model.settings import SETTING, SETTINGS, Command, Setting, options_of
 from harvestman.model.sizes import parse_size
 
 # What DIR means wherever a command names a crawl.
@@ -23,10 +22,8 @@ DIR_HELP = "the crawl's folder: its database, WARC files, logs"
 # What --db means to a command that opens a crawl (the setting's own words).
 DB_HELP = SETTING["db"].help
 CONFIG_HELP = "read settings from a TOML file (docs/config.md); options given here win over it"
-_DEFAULTS = CrawlConfig()
-_TYPES: dict[str, Callable[[str], Any]] = {"int": int, "float": float, "Path": Path}
-_FIELD_TYPES = {f.name: str(f.type) for f in dataclasses.fields(CrawlConfig)}
-_TUPLES = frozenset(name for name, kind in _FIELD_TYPES.items() if kind.startswith("tuple"))
+_TYPES: dict[Any, Callable[[str], Any]] = {int: int, float: float, Path: Path}
+_METAVARS = {int: "N", float: "SECONDS"}
 _MIB = 1024 * 1024
 _DAY = 86400
 
@@ -45,13 +42,13 @@ def _size(text: str) -> int:
 
 
 def shown_default(name: str) -> str:
-    """CrawlConfig's default of a setting as help and docs show it ('' when it is empty)."""
-    value = getattr(_DEFAULTS, name)
+    """A setting's default as help and docs show it ('' when it is empty)."""
+    value = SETTING[name].default
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, tuple):
         return ",".join(map(str, value))
-    if isinstance(value, int) and name in SIZE_SETTINGS:
+    if isinstance(value, int) and SETTING[name].size:
         for unit, size in (("GiB", 1024 * _MIB), ("MiB", _MIB)):
             if value >= size and value % size == 0:
                 return f"{value // size}{unit}"  # as a size is written (model/sizes.py)
@@ -63,7 +60,7 @@ def shown_default(name: str) -> str:
 
 
 def option_help(setting: Setting, *, required: bool = False) -> str:
-    """A setting's --help line: its help, and CrawlConfig's default where an option takes a value
+    """A setting's --help line: its help, and its default where an option takes a value
     that may be left out."""
     words = setting.option_help or setting.help
     shown = shown_default(setting.name)
@@ -79,14 +76,13 @@ def _option_kwargs(setting: Setting) -> dict[str, Any]:
         return {**kwargs, "action": "store_const", "const": True}
     if setting.form == "negated":
         return {**kwargs, "action": "store_const", "const": False}
-    field_type = _FIELD_TYPES[setting.name]
-    metavar = setting.metavar or {"int": "N", "float": "SECONDS"}.get(field_type)
+    metavar = setting.metavar or _METAVARS.get(setting.kind)
     if setting.form == "commas":
         kwargs["type"] = _commas
-    elif setting.name in SIZE_SETTINGS:
+    elif setting.size:
         kwargs["type"] = _size
-    elif field_type in _TYPES:
-        kwargs["type"] = _TYPES[field_type]
+    elif setting.kind in _TYPES:
+        kwargs["type"] = _TYPES[setting.kind]
     if setting.form == "list":
         kwargs["action"] = "append"
     if setting.form == "optional":
@@ -121,11 +117,8 @@ def add_setting_options(parser: argparse.ArgumentParser, command: Command,
 def given_settings(args: argparse.Namespace) -> dict[str, Any]:
     """The settings given on this command line, by their CrawlConfig names: a `--config` file's,
     with the options' on top."""
-    values: dict[str, Any] = load_toml(args.config) if getattr(args, "config", None) else {}
-    for name, value in vars(args).items():
-        if name in SETTING and value is not None:
-            values[name] = value
-    return values
+    given = {name: value for name, value in vars(args).items() if name in SETTING and value is not None}
+    return overlay(load_toml(args.config) if getattr(args, "config", None) else {}, given)
 
 
 # ----- docs/config.md's table -----------------------------------------------------------------------
@@ -143,10 +136,10 @@ def settings_table() -> str:
         option = ", ".join(f"`{flag}`" for flag in s.flags) if s.flags else ""
         option += " (sets false)" if s.form == "negated" else ""
         default = shown_default(s.name)
-        default = f"`{default}`" if default else "none" if s.name in _TUPLES else '`""`'
+        default = f"`{default}`" if default else "none" if isinstance(s.default, tuple) else '`""`'
         choices = "; one of " + ", ".join(f"`{c}`" for c in s.choices if c) if s.choices else ""
         text = (s.help + choices).replace("|", "\\|")
-        rows.append(f"| `{s.name}` | `[{SECTION_OF[s.name]}]` | {option} | {default} | "
+        rows.append(f"| `{s.name}` | `[{s.section}]` | {option} | {default} | "
                     f"{_SCOPE_WORDS[s.scope]} | {'yes' if s.api else 'no'} | {text} |")
     return "\n".join(rows)
 

@@ -36,5 +36,5 @@ def load_config(folder: Path, db: str = "", overrides: Mapping[str, Any] | None 
         stored = read_settings(store)
     finally:
         store.close()
-    cfg, _ = merge_settings(stored, dict(overrides or {}))
-    return cfg.replace(out_dir=Path(folder), db=db, seeds=())
+    cfg, _ = merge_settings(stored, overrides or {}, {"out_dir": Path(folder), "db": db, "seeds": ()})
+    return cfg

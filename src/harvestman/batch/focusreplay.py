@@ -16,10 +16,9 @@ from pathlib import Path
 
 from harvestman.batch.harvest import CurvePoint, harvest_curve
 from harvestman.crawl.pagelinks import outlinks
-from harvestman.model.config import CrawlConfig, config_from_mapping
+from harvestman.model.config import CrawlConfig, merge_settings
 from harvestman.model.errors import ConfigError
 from harvestman.model.records import CrawledPage, FetchResult, UrlState
-from harvestman.model.settings import RUN_ONLY
 from harvestman.policy.focus import Focus, Rules
 from harvestman.policy.scope import Scope
 from harvestman.store.crawldir import CrawlDir, read_settings
@@ -80,7 +79,7 @@ def read_crawl(folder: Path, db: str = "") -> StoredCrawl:
             edges.setdefault(edge.from_url, []).append(edge.to_url)
     finally:
         store.close()
-    config = config_from_mapping({k: v for k, v in values.items() if k not in RUN_ONLY})
+    config, _ = merge_settings(values)
     pages: dict[str, tuple[str, str]] = {}
     for found in stored_responses(folder, latest=True):
         body, ctype = found.body or b"", found.content_type

@@ -23,15 +23,10 @@ from harvestman.crawl.steps import HopCheck, crawl_delay
 from harvestman.fetch.fetcher import Fetcher
 from harvestman.fetch.partial import StopPlan, open_transport
 from harvestman.fetch.transport import Transport
-from harvestman.model.config import (
-    SECTION_OF,
-    CrawlConfig,
-    PolitenessSettings,
-    config_from_mapping,
-    flat_settings,
-)
+from harvestman.model.config import CrawlConfig, PolitenessSettings, flat_settings, merge_settings
 from harvestman.model.errors import ConfigError, UnsupportedUrlError
 from harvestman.model.records import FetchResult
+from harvestman.model.settings import SETTING, applies_to
 from harvestman.model.sync import iterate_in_thread
 from harvestman.net.hostkeys import HostKeys
 from harvestman.net.urls import host_of, resolve
@@ -42,12 +37,11 @@ WINDOW_PER_SLOT = 8  # URLs in progress (fetching or waiting their turn) per con
 DOWNLOAD_BACKOFF_BASE = 0.5  # seconds; a list download retries sooner than a crawl would
 DOWNLOAD_BACKOFF_CAP = 30.0
 ALLOWED = RobotsVerdict(True)
-# The settings download() takes, each of which takes effect: every fetch setting (stop_at and
-# stop_rules read pages in part) and rendering setting, and these of politeness, robots.txt and the
-# run. The others are a crawl's (links, storage, ordering, ...): refused, not silently ignored.
-DOWNLOAD_SECTIONS = frozenset({"fetch", "rendering"})
-DOWNLOAD_SETTINGS = frozenset({"per_host", "delay", "crawl_delay_cap", "retries", "retry_after_cap",
-                               "obey_robots", "robots_ttl", "concurrency"})
+# The settings download() takes, each of which takes effect: those declared for `list`
+# (model/settings.py): every fetch and rendering setting, and those of politeness, robots.txt and
+# the run that act on one fetch. The others are a crawl's (links, storage, processes, ...): refused,
+# not silently ignored.
+DOWNLOAD_SETTINGS = applies_to("list")
 
 
 class Download:
@@ -284,9 +278,14 @@ def download(
     With `log_dir`, a `download.log` in the seed's format is appended there.
     """
     for name in flat_settings(options):
-        if name not in DOWNLOAD_SETTINGS and SECTION_OF[name] not in DOWNLOAD_SECTIONS:
-            raise ConfigError(f"download() fetches a list of URLs: the crawl setting {name!r} is not taken")
-    cfg = config_from_mapping({"concurrency": concurrency, "retries": retries, "timeout": timeout, **options})
+        if name not in DOWNLOAD_SETTINGS:
+            setting = SETTING[name]
+            crawl = (f"; `harvestman download`, a crawl that follows no link, takes {setting.flag}"
+                     if setting.flags and "download" in setting.commands else "")
+            raise ConfigError(f"download() fetches a list of URLs: the crawl setting {name!r} is not "
+                              f"taken{crawl}")
+    given = {"concurrency": concurrency, "retries": retries, "timeout": timeout}
+    cfg, _ = merge_settings({}, given, options)
     folder = Path(log_dir) if log_dir is not None else None
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)

@@ -42,16 +42,16 @@ def say(line: str) -> None:
     print(f"harvestman: {line}", file=sys.stderr)
 
 
-def resumed_config(given: Mapping[str, Any]) -> CrawlConfig:
+def resumed_config(*given: Mapping[str, Any]) -> CrawlConfig:
     """The settings of `--resume`: those stored with the crawl, with `given` (a config file's, then
-    the options') on top; each stored setting `given` changes is said. A crawl with no stored
-    settings yet (killed before its seeds were stored) takes `given` alone."""
-    cfg = config_from_mapping(given)
+    the options', then the command's own) on top; each stored setting `given` changes is said. A
+    crawl with no stored settings yet (killed before its seeds were stored) takes `given` alone."""
+    cfg, _ = merge_settings({}, *given)
     crawl = CrawlDir.of(cfg)
     check_location(crawl.location)
     if not crawl.holds_crawl():
         return cfg
-    merged, notes = merge_settings(crawl.stored_settings(), given)
+    merged, notes = merge_settings(crawl.stored_settings(), *given)
     for note in notes:
         say(f"{note} (kept for later runs)")
     return merged
@@ -78,7 +78,7 @@ def worker_config(db: str, out: Path, local: Mapping[str, Any]) -> CrawlConfig:
         raise ConfigError(f"a worker takes the crawl's settings from its database, not {wrong[0]!r}")
     crawl_net = config_from_mapping({name: starter[name] for name in ("allow_net", "resolve")
                                      if name in starter})
-    own = config_from_mapping({**stored, **local, "out_dir": out, "db": db})
+    own, _ = merge_settings(stored, local, {"out_dir": out, "db": db}, same_run=True)
     cfg, taken = with_crawl_net(own, crawl_net)
     if taken:
         say(f"worker: taking the crawl's network rules, stored by the machine that started it: {taken}")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from harvestman.launch.seeds import check_seeds
-from harvestman.model.config import CrawlConfig, config_from_mapping, flat_settings
+from harvestman.model.config import CrawlConfig, config_from_mapping, flat_settings, merge_settings
 from harvestman.model.errors import ConfigError
 from harvestman.model.settings import NOT_SETTABLE
 
@@ -75,14 +75,6 @@ def crawl_config(
 ) -> CrawlConfig:
     """The config a served crawl runs with: the request's settings, the folder the server chose, and
     events printed as JSON lines (the server's event stream)."""
-    return config_from_mapping(
-        {
-            **settings,
-            "seeds": seeds,
-            "out_dir": folder,
-            "db": db,
-            "resume": resume,
-            "log_json": True,
-            "quiet": True,
-        }
-    )
+    fixed = {"seeds": seeds, "out_dir": folder, "db": db, "resume": resume, "log_json": True, "quiet": True}
+    cfg, _ = merge_settings({}, settings, fixed)
+    return cfg
