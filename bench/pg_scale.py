@@ -4,11 +4,11 @@
                              [--latency 0.4] [--concurrency 16] [--warmup 6] [--window 20] [--seed 1]
 
 The web is bench/synthweb.py's (`--hosts` loopback addresses x `--pages` pages of ~8 KB), served by
-one nginx that holds every answer `--latency` seconds (auth_request to a sleeping asyncio server in
-this process): slow, distant sites as a crawler sees them. Each process fetches `--concurrency` URLs
-at once, one a host (`--per-host 1`: politeness holds across processes), so it spends its time
-waiting on its hosts and gets at most ~concurrency / latency pages/s, whatever its CPU; the web has
-room for hosts / latency.
+one nginx that holds every page `--latency` seconds (auth_request to a sleeping asyncio server in
+this process; robots.txt is not held): slow, distant sites as a crawler sees them. Each process
+fetches `--concurrency` URLs at once, one a host (`--per-host 1`: politeness holds across
+processes), so it spends its time waiting on its hosts and gets at most ~concurrency / latency
+pages/s, whatever its CPU; the web has room for hosts / latency.
 
 For each count N, in turn within each run: a new database on one private durable PostgreSQL (fsync
 and full_page_writes on, as bench/shared_crawl.py; the store's sessions set synchronous_commit=off)
@@ -28,6 +28,7 @@ not start-up or the tail. In the window:
                 as one pipeline, so the statements complete() runs that way (WRITE_OUTCOME,
                 FREE_HOST, the tallies and links inserts) count once per complete(), not per row
   xacts/page    transactions committed (pg_stat_database.xact_commit)
+  WAL KB/page   write-ahead log written (pg_current_wal_lsn), what the server's disk must take
   load          the 1-minute load average at the window's end (the machine is shared)
 
 With --runs above 1, medians. Then the statements by calls and execution time a page at the largest
@@ -67,6 +68,7 @@ from tests.support.postgres import PostgresServer
 from tests.support.sharedcrawl import wait_for_settings
 
 ROOT = Path(__file__).resolve().parent.parent
+STATEMENT_KEY = 100  # characters of a statement's text that name it
 STOP_WAIT = 30.0  # seconds a stopped process may take to finish its fetches and commit
 # Statements complete() sends with executemany (one pipeline each): calls are rows, not round trips.
 PIPELINED = (*(" ".join(sql.split()).split("%")[0] for sql in (WRITE_OUTCOME, FREE_HOST)),
@@ -88,8 +90,9 @@ class StatsPostgres(PostgresServer):
 
 class Holder:
     """A loopback HTTP server answering every request with 204 after `seconds`, in a thread of its
-    own: nginx's auth_request waits for it before each answer (`directives`), so every request to
-    every host takes that long, as from a slow, distant site, for little CPU."""
+    own: nginx's auth_request waits for it before each answer (`directives`), so every page of
+    every host takes that long, as from a slow, distant site, for little CPU. robots.txt is not
+    held: a crawl asks for it once a host, and here it would only lengthen the start."""
 
     def __init__(self, seconds: float) -> None:
         self.seconds = seconds
@@ -111,6 +114,9 @@ class Holder:
         """nginx's http-block and server-block directives that hold every answer for `seconds`."""
         return (f"upstream holder {{ server 127.0.0.1:{self.port}; keepalive 256; }}",
                 """auth_request /hold;
+        location = /robots.txt {
+            auth_request off;
+        }
         location = /hold {
             internal;
             auth_request off;
@@ -135,11 +141,11 @@ class Holder:
 class Snapshot:
     """Counters read at one end of the window."""
 
-    at: float
-    pages: int
+    at: float  # epoch seconds, as nginx's log times its answers
     hm_cpu: float
     pg_cpu: float
     xacts: int
+    wal: int  # the server's WAL position, bytes
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +158,7 @@ class Window:
     hm_cpu: float
     pg_cpu: float
     xacts: int
+    wal: int  # WAL bytes written
     statements: dict[str, tuple[int, float]]  # normalized query -> (calls, execution ms)
     load: float
     exits: tuple[int | None, ...]
@@ -175,16 +182,17 @@ class Window:
                    for q, (c, _) in self.statements.items())
 
 
-def served_pages(server: NginxServer) -> int:
-    """Pages nginx has answered with 200 so far, robots.txt aside."""
-    return sum(1 for e in server.requests() if e.status == 200 and e.uri != "/robots.txt")
+def served_pages(server: NginxServer, start: float, end: float) -> int:
+    """Pages nginx answered with 200 between `start` and `end` (epoch seconds), robots.txt aside."""
+    return sum(1 for e in server.requests()
+               if start < e.msec <= end and e.status == 200 and e.uri != "/robots.txt")
 
 
-def snapshot(server: NginxServer, procs: list[subprocess.Popen[bytes]], pg_pid: int, admin: Any,
-             db: str) -> Snapshot:
-    row = admin.execute("SELECT xact_commit FROM pg_stat_database WHERE datname = %s", (db,)).fetchone()
-    return Snapshot(time.perf_counter(), served_pages(server), sum(server_cpu_s(p.pid) for p in procs),
-                    server_cpu_s(pg_pid), int(row[0]) if row else 0)
+def snapshot(procs: list[subprocess.Popen[bytes]], pg_pid: int, admin: Any, db: str) -> Snapshot:
+    row = admin.execute("SELECT xact_commit, pg_current_wal_lsn() - '0/0' FROM pg_stat_database"
+                        " WHERE datname = %s", (db,)).fetchone()
+    return Snapshot(time.time(), sum(server_cpu_s(p.pid) for p in procs), server_cpu_s(pg_pid),
+                    int(row[0]), int(row[1]))
 
 
 def measure(count: int, cmds: list[list[str]], server: NginxServer, postgres: PostgresServer, admin: Any,
@@ -199,9 +207,9 @@ def measure(count: int, cmds: list[list[str]], server: NginxServer, postgres: Po
                   for cmd in cmds[1:]]
         time.sleep(warmup)
         admin.execute("SELECT pg_stat_statements_reset()")
-        before = snapshot(server, procs, postgres.proc.pid, admin, db)
+        before = snapshot(procs, postgres.proc.pid, admin, db)
         time.sleep(window)
-        after = snapshot(server, procs, postgres.proc.pid, admin, db)
+        after = snapshot(procs, postgres.proc.pid, admin, db)
         load = os.getloadavg()[0]
         rows = admin.execute(
             "SELECT s.query, SUM(s.calls), SUM(s.total_exec_time) FROM pg_stat_statements s"
@@ -221,9 +229,14 @@ def measure(count: int, cmds: list[list[str]], server: NginxServer, postgres: Po
             if proc.returncode not in (0, -signal.SIGTERM, 130, 143):
                 print(f"{cmd[3]} exited with {proc.returncode}: "
                       f"{err.decode(errors='replace')[-600:]}", flush=True)
-    statements = {" ".join(str(q).split()): (int(c), float(ms)) for q, c, ms in rows}
-    return Window(count, after.pages - before.pages, after.at - before.at, after.hm_cpu - before.hm_cpu,
-                  after.pg_cpu - before.pg_cpu, after.xacts - before.xacts, statements, load, tuple(exits))
+    statements: dict[str, tuple[int, float]] = {}
+    for query, calls, ms in rows:  # one statement may be kept as several (by parameter types)
+        key = " ".join(str(query).split())[:STATEMENT_KEY]
+        old = statements.get(key, (0, 0.0))
+        statements[key] = (old[0] + int(calls), old[1] + float(ms))
+    return Window(count, served_pages(server, before.at, after.at), after.at - before.at,
+                  after.hm_cpu - before.hm_cpu, after.pg_cpu - before.pg_cpu, after.xacts - before.xacts,
+                  after.wal - before.wal, statements, load, tuple(exits))
 
 
 def report(results: dict[int, list[Window]], args: argparse.Namespace) -> None:
@@ -233,7 +246,7 @@ def report(results: dict[int, list[Window]], args: argparse.Namespace) -> None:
           f"--concurrency {args.concurrency} --per-host 1 a process; window {args.window:g} s after "
           f"{args.warmup:g} s; {args.runs} run(s), medians; cores: {os.cpu_count()}")
     print(f"{'procs':>5}{'pages/s':>9}{'/proc':>7}{'hm ms/page':>12}{'busy':>6}{'pg ms/page':>12}"
-          f"{'stmts/page':>12}{'trips/page':>12}{'xacts/page':>12}{'load':>6}")
+          f"{'stmts/page':>12}{'trips/page':>12}{'xacts/page':>12}{'WAL KB/page':>13}{'load':>6}")
     for count, runs in results.items():
         rate = med(r.pages_per_s for r in runs)
         print(f"{count:>5}{rate:>9.1f}{rate / count:>7.1f}"
@@ -242,7 +255,8 @@ def report(results: dict[int, list[Window]], args: argparse.Namespace) -> None:
               f"{med(1000 * r.per_page(r.pg_cpu) for r in runs):>12.3f}"
               f"{med(r.per_page(r.calls) for r in runs):>12.2f}"
               f"{med(r.per_page(r.trips) for r in runs):>12.2f}"
-              f"{med(r.per_page(r.xacts) for r in runs):>12.3f}{med(r.load for r in runs):>6.1f}")
+              f"{med(r.per_page(r.xacts) for r in runs):>12.3f}"
+              f"{med(r.per_page(r.wal) / 1024 for r in runs):>13.2f}{med(r.load for r in runs):>6.1f}")
     top = max(results)
     runs = results[top]
     totals: Counter[str] = Counter()
@@ -255,7 +269,7 @@ def report(results: dict[int, list[Window]], args: argparse.Namespace) -> None:
     print(f"\nstatements at {top} processes ({len(runs)} run(s), {pages} pages): calls and execution "
           "ms a page, by execution time")
     for query, ms in sorted(exec_ms.items(), key=lambda item: -item[1])[:12]:
-        print(f"{totals[query] / pages:>8.3f}{ms / pages:>9.3f} ms  {query[:110]}")
+        print(f"{totals[query] / pages:>8.3f}{ms / pages:>9.3f} ms  {query}")
     print(f"{'':>8}{sum(exec_ms.values()) / pages:>9.3f} ms  all statements")
     pg_ms = med(1000 * r.per_page(r.pg_cpu) for r in runs)
     every = [r for runs in results.values() for r in runs]
@@ -323,7 +337,8 @@ def main() -> None:
                           f"{1000 * run.per_page(run.pg_cpu):.3f} ms PostgreSQL; "
                           f"{run.per_page(run.calls):.2f} statements, "
                           f"{run.per_page(run.trips):.2f} round trips, "
-                          f"{run.per_page(run.xacts):.3f} transactions a page; load {run.load:.1f}; "
+                          f"{run.per_page(run.xacts):.3f} transactions, "
+                          f"{run.per_page(run.wal) / 1024:.1f} KB of WAL a page; load {run.load:.1f}; "
                           f"exits {' '.join(map(str, run.exits))}", flush=True)
                     for out in outs:
                         subprocess.run(["rm", "-rf", str(out)], check=False)
