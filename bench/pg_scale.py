@@ -29,6 +29,8 @@ not start-up or the tail. In the window:
                 FREE_HOST, the tallies and links inserts) count once per complete(), not per row
   xacts/page    transactions committed (pg_stat_database.xact_commit)
   WAL KB/page   write-ahead log written (pg_current_wal_lsn), what the server's disk must take
+  active        the crawl's sessions running a statement, on average (pg_stat_activity every
+                0.25 s), and in brackets those of them waiting for a lock
   load          the 1-minute load average at the window's end (the machine is shared)
 
 With --runs above 1, medians. Then the statements by calls and execution time a page at the largest
@@ -70,6 +72,10 @@ from tests.support.sharedcrawl import wait_for_settings
 ROOT = Path(__file__).resolve().parent.parent
 STATEMENT_KEY = 100  # characters of a statement's text that name it
 STOP_WAIT = 30.0  # seconds a stopped process may take to finish its fetches and commit
+SAMPLE_EVERY = 0.25  # seconds between two looks at pg_stat_activity
+# Set by Ctrl-C or SIGTERM: the bench stops its crawls and prints what it has. A flag, not
+# KeyboardInterrupt, which psycopg turns into a cancelled query that a caller may take in stride.
+STOP = threading.Event()
 # Statements complete() sends with executemany (one pipeline each): calls are rows, not round trips.
 PIPELINED = (*(" ".join(sql.split()).split("%")[0] for sql in (WRITE_OUTCOME, FREE_HOST)),
              "INSERT INTO tallies(what, n)", "INSERT INTO links(url_id, links)")
@@ -160,6 +166,8 @@ class Window:
     xacts: int
     wal: int  # WAL bytes written
     statements: dict[str, tuple[int, float]]  # normalized query -> (calls, execution ms)
+    active: float  # the crawl's sessions running a statement, on average (sampled)
+    locked: float  # ... of them waiting for a lock
     load: float
     exits: tuple[int | None, ...]
 
@@ -205,10 +213,16 @@ def measure(count: int, cmds: list[list[str]], server: NginxServer, postgres: Po
         wait_for_settings(url, procs[0])
         procs += [subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
                   for cmd in cmds[1:]]
-        time.sleep(warmup)
+        STOP.wait(warmup)
         admin.execute("SELECT pg_stat_statements_reset()")
         before = snapshot(procs, postgres.proc.pid, admin, db)
-        time.sleep(window)
+        samples = []
+        while time.time() < before.at + window and not STOP.is_set():
+            time.sleep(SAMPLE_EVERY)
+            samples.append(admin.execute(
+                "SELECT COUNT(*) FILTER (WHERE state = 'active'),"
+                " COUNT(*) FILTER (WHERE state = 'active' AND wait_event_type = 'Lock')"
+                " FROM pg_stat_activity WHERE datname = %s", (db,)).fetchone())
         after = snapshot(procs, postgres.proc.pid, admin, db)
         load = os.getloadavg()[0]
         rows = admin.execute(
@@ -236,7 +250,8 @@ def measure(count: int, cmds: list[list[str]], server: NginxServer, postgres: Po
         statements[key] = (old[0] + int(calls), old[1] + float(ms))
     return Window(count, served_pages(server, before.at, after.at), after.at - before.at,
                   after.hm_cpu - before.hm_cpu, after.pg_cpu - before.pg_cpu, after.xacts - before.xacts,
-                  after.wal - before.wal, statements, load, tuple(exits))
+                  after.wal - before.wal, statements, statistics.mean(a for a, _ in samples or [(0, 0)]),
+                  statistics.mean(w for _, w in samples or [(0, 0)]), load, tuple(exits))
 
 
 def report(results: dict[int, list[Window]], args: argparse.Namespace) -> None:
@@ -246,7 +261,8 @@ def report(results: dict[int, list[Window]], args: argparse.Namespace) -> None:
           f"--concurrency {args.concurrency} --per-host 1 a process; window {args.window:g} s after "
           f"{args.warmup:g} s; {args.runs} run(s), medians; cores: {os.cpu_count()}")
     print(f"{'procs':>5}{'pages/s':>9}{'/proc':>7}{'hm ms/page':>12}{'busy':>6}{'pg ms/page':>12}"
-          f"{'stmts/page':>12}{'trips/page':>12}{'xacts/page':>12}{'WAL KB/page':>13}{'load':>6}")
+          f"{'stmts/page':>12}{'trips/page':>12}{'xacts/page':>12}{'WAL KB/page':>13}{'active':>13}"
+          f"{'load':>6}")
     for count, runs in results.items():
         rate = med(r.pages_per_s for r in runs)
         print(f"{count:>5}{rate:>9.1f}{rate / count:>7.1f}"
@@ -256,7 +272,11 @@ def report(results: dict[int, list[Window]], args: argparse.Namespace) -> None:
               f"{med(r.per_page(r.calls) for r in runs):>12.2f}"
               f"{med(r.per_page(r.trips) for r in runs):>12.2f}"
               f"{med(r.per_page(r.xacts) for r in runs):>12.3f}"
-              f"{med(r.per_page(r.wal) / 1024 for r in runs):>13.2f}{med(r.load for r in runs):>6.1f}")
+              f"{med(r.per_page(r.wal) / 1024 for r in runs):>13.2f}"
+              f"{med(r.active for r in runs):>7.2f} ({med(r.locked for r in runs):.2f})"
+              f"{med(r.load for r in runs):>6.1f}")
+    if not results:
+        return
     top = max(results)
     runs = results[top]
     totals: Counter[str] = Counter()
@@ -299,6 +319,8 @@ def main() -> None:
     parser.add_argument("--window", type=float, default=20.0, help="seconds measured")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: STOP.set())
     counts = [int(n) for n in args.processes.split(",")]
     hosts = host_addresses(args.hosts)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
@@ -326,10 +348,14 @@ def main() -> None:
             for n in range(args.runs):
                 # Each run in another order, so a busy spell of the shared machine falls on each count.
                 for count in counts[n % len(counts):] + counts[:n % len(counts)]:
+                    if STOP.is_set():
+                        break
                     db = postgres.create_database()
                     outs = [root / f"{n}-{count}-{k}" for k in range(count)]
                     cmds = [harvestman("worker" if k else "crawl", out, db) for k, out in enumerate(outs)]
                     run = measure(count, cmds, server, postgres, admin, db, env, args.warmup, args.window)
+                    if STOP.is_set():
+                        break  # a window cut short is no measurement
                     results[count].append(run)
                     print(f"run {n + 1}, {count} processes: {run.pages} pages in {run.seconds:.1f} s, "
                           f"{run.pages_per_s:.1f} pages/s; CPU a page "
@@ -338,11 +364,12 @@ def main() -> None:
                           f"{run.per_page(run.calls):.2f} statements, "
                           f"{run.per_page(run.trips):.2f} round trips, "
                           f"{run.per_page(run.xacts):.3f} transactions, "
-                          f"{run.per_page(run.wal) / 1024:.1f} KB of WAL a page; load {run.load:.1f}; "
+                          f"{run.per_page(run.wal) / 1024:.1f} KB of WAL a page; sessions active "
+                          f"{run.active:.2f}, waiting for a lock {run.locked:.2f}; load {run.load:.1f}; "
                           f"exits {' '.join(map(str, run.exits))}", flush=True)
                     for out in outs:
                         subprocess.run(["rm", "-rf", str(out)], check=False)
-        report(results, args)
+        report({n: runs for n, runs in results.items() if runs}, args)
 
 
 if __name__ == "__main__":
