@@ -34,7 +34,7 @@ not start-up or the tail. In the window:
   load          the 1-minute load average at the window's end (the machine is shared)
 
 With --runs above 1, medians. Then the statements by calls and execution time a page at the largest
-N, and a line fitted through the server's CPU a second against pages/s over every window (the slope
+N, those its sessions were seen waiting for a lock in, and a line fitted through the server's CPU a second against pages/s over every window (the slope
 is the CPU one more page costs it), extrapolated to the pages/s that keep 1, 2, 4, 8 and 16 server
 cores busy. Run from the repository root with nginx and PostgreSQL (and its pg_stat_statements, in
 Debian's postgresql package) installed.
@@ -168,6 +168,7 @@ class Window:
     statements: dict[str, tuple[int, float]]  # normalized query -> (calls, execution ms)
     active: float  # the crawl's sessions running a statement, on average (sampled)
     locked: float  # ... of them waiting for a lock
+    waits: dict[str, int]  # the statement of a session seen waiting for a lock -> times seen
     load: float
     exits: tuple[int | None, ...]
 
@@ -216,13 +217,15 @@ def measure(count: int, cmds: list[list[str]], server: NginxServer, postgres: Po
         STOP.wait(warmup)
         admin.execute("SELECT pg_stat_statements_reset()")
         before = snapshot(procs, postgres.proc.pid, admin, db)
-        samples = []
+        samples: list[list[str | None]] = []  # one look: the wait of each active session
+        waits: Counter[str] = Counter()
         while time.time() < before.at + window and not STOP.is_set():
             time.sleep(SAMPLE_EVERY)
-            samples.append(admin.execute(
-                "SELECT COUNT(*) FILTER (WHERE state = 'active'),"
-                " COUNT(*) FILTER (WHERE state = 'active' AND wait_event_type = 'Lock')"
-                " FROM pg_stat_activity WHERE datname = %s", (db,)).fetchone())
+            looked = admin.execute(
+                "SELECT wait_event_type, wait_event || ': ' || query FROM pg_stat_activity"
+                " WHERE datname = %s AND state = 'active'", (db,)).fetchall()
+            samples.append([kind for kind, _ in looked])
+            waits.update(" ".join(what.split())[:STATEMENT_KEY] for kind, what in looked if kind == "Lock")
         after = snapshot(procs, postgres.proc.pid, admin, db)
         load = os.getloadavg()[0]
         rows = admin.execute(
@@ -250,8 +253,9 @@ def measure(count: int, cmds: list[list[str]], server: NginxServer, postgres: Po
         statements[key] = (old[0] + int(calls), old[1] + float(ms))
     return Window(count, served_pages(server, before.at, after.at), after.at - before.at,
                   after.hm_cpu - before.hm_cpu, after.pg_cpu - before.pg_cpu, after.xacts - before.xacts,
-                  after.wal - before.wal, statements, statistics.mean(a for a, _ in samples or [(0, 0)]),
-                  statistics.mean(w for _, w in samples or [(0, 0)]), load, tuple(exits))
+                  after.wal - before.wal, statements, statistics.mean(map(len, samples or [[]])),
+                  statistics.mean(look.count("Lock") for look in samples or [[]]), dict(waits), load,
+                  tuple(exits))
 
 
 def report(results: dict[int, list[Window]], args: argparse.Namespace) -> None:
@@ -291,6 +295,12 @@ def report(results: dict[int, list[Window]], args: argparse.Namespace) -> None:
     for query, ms in sorted(exec_ms.items(), key=lambda item: -item[1])[:12]:
         print(f"{totals[query] / pages:>8.3f}{ms / pages:>9.3f} ms  {query}")
     print(f"{'':>8}{sum(exec_ms.values()) / pages:>9.3f} ms  all statements")
+    waits = Counter[str]()
+    for r in runs:
+        waits.update(r.waits)
+    looks = sum(r.seconds for r in runs) / SAMPLE_EVERY
+    for what, seen in waits.most_common(5):
+        print(f"waiting for a lock, sessions on average: {seen / looks:.3f}  {what}")
     pg_ms = med(1000 * r.per_page(r.pg_cpu) for r in runs)
     every = [r for runs in results.values() for r in runs]
     print(f"\nPostgreSQL CPU a page at {top} processes: {pg_ms:.3f} ms on average")
