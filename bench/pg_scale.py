@@ -33,11 +33,12 @@ not start-up or the tail. In the window:
                 0.25 s), and in brackets those of them waiting for a lock
   load          the 1-minute load average at the window's end (the machine is shared)
 
-With --runs above 1, medians. Then the statements by calls and execution time a page at the largest
-N, those its sessions were seen waiting for a lock in, and a line fitted through the server's CPU a second against pages/s over every window (the slope
-is the CPU one more page costs it), extrapolated to the pages/s that keep 1, 2, 4, 8 and 16 server
-cores busy. Run from the repository root with nginx and PostgreSQL (and its pg_stat_statements, in
-Debian's postgresql package) installed.
+With --runs above 1, medians. Then the statements by calls and execution time a page at the
+smallest and the largest N, those the sessions were seen waiting for a lock in, and a line fitted
+through the server's CPU a second against pages/s over every window (the slope is the CPU one more
+page costs it), extrapolated to the pages/s that keep 1, 2, 4, 8 and 16 server cores busy. Ctrl-C
+stops the crawls and prints what was measured. Run from the repository root with nginx and
+PostgreSQL (and its pg_stat_statements, in Debian's postgresql package) installed.
 """
 
 from __future__ import annotations
@@ -258,6 +259,28 @@ def measure(count: int, cmds: list[list[str]], server: NginxServer, postgres: Po
                   tuple(exits))
 
 
+def statement_table(count: int, runs: list[Window]) -> None:
+    """The statements of `count` processes by execution time a page; those seen waiting for a lock."""
+    totals: Counter[str] = Counter()
+    exec_ms: dict[str, float] = {}
+    pages = sum(r.pages for r in runs)
+    for r in runs:
+        for query, (calls, ms) in r.statements.items():
+            totals[query] += calls
+            exec_ms[query] = exec_ms.get(query, 0.0) + ms
+    print(f"\nstatements at {count} processes ({len(runs)} run(s), {pages} pages): calls a page, "
+          "execution ms a page and a call, by execution time")
+    for query, ms in sorted(exec_ms.items(), key=lambda item: -item[1])[:12]:
+        print(f"{totals[query] / pages:>8.3f}{ms / pages:>8.3f}{ms / max(1, totals[query]):>8.3f}  {query}")
+    print(f"{'':>8}{sum(exec_ms.values()) / pages:>8.3f}{'':>8}  all statements")
+    waits = Counter[str]()
+    for r in runs:
+        waits.update(r.waits)
+    looks = sum(r.seconds for r in runs) / SAMPLE_EVERY
+    for what, seen in waits.most_common(5):
+        print(f"waiting for a lock, sessions on average: {seen / looks:.3f}  {what}")
+
+
 def report(results: dict[int, list[Window]], args: argparse.Namespace) -> None:
     """The table of medians, the statements at the largest count, and the saturation model."""
     med = statistics.median
@@ -281,26 +304,10 @@ def report(results: dict[int, list[Window]], args: argparse.Namespace) -> None:
               f"{med(r.load for r in runs):>6.1f}")
     if not results:
         return
+    for count in sorted({min(results), max(results)}):
+        statement_table(count, results[count])
     top = max(results)
     runs = results[top]
-    totals: Counter[str] = Counter()
-    exec_ms: dict[str, float] = {}
-    pages = sum(r.pages for r in runs)
-    for r in runs:
-        for query, (calls, ms) in r.statements.items():
-            totals[query] += calls
-            exec_ms[query] = exec_ms.get(query, 0.0) + ms
-    print(f"\nstatements at {top} processes ({len(runs)} run(s), {pages} pages): calls and execution "
-          "ms a page, by execution time")
-    for query, ms in sorted(exec_ms.items(), key=lambda item: -item[1])[:12]:
-        print(f"{totals[query] / pages:>8.3f}{ms / pages:>9.3f} ms  {query}")
-    print(f"{'':>8}{sum(exec_ms.values()) / pages:>9.3f} ms  all statements")
-    waits = Counter[str]()
-    for r in runs:
-        waits.update(r.waits)
-    looks = sum(r.seconds for r in runs) / SAMPLE_EVERY
-    for what, seen in waits.most_common(5):
-        print(f"waiting for a lock, sessions on average: {seen / looks:.3f}  {what}")
     pg_ms = med(1000 * r.per_page(r.pg_cpu) for r in runs)
     every = [r for runs in results.values() for r in runs]
     print(f"\nPostgreSQL CPU a page at {top} processes: {pg_ms:.3f} ms on average")
