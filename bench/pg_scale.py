@@ -47,6 +47,7 @@ import argparse
 import asyncio
 import contextlib
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -68,6 +69,7 @@ from bench.synthweb import generate_web, host_addresses
 from harvestman.store.postgres_sql import FREE_HOST, WRITE_OUTCOME
 from tests.support.nginx import NginxServer, free_port
 from tests.support.postgres import PostgresServer
+from tests.support.proctree import process_tree
 from tests.support.sharedcrawl import wait_for_settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -241,7 +243,9 @@ def measure(count: int, cmds: list[list[str]], server: NginxServer, postgres: Po
             try:
                 _, err = proc.communicate(timeout=STOP_WAIT)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                for pid in process_tree(proc.pid):  # its worker processes too
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGKILL)
                 _, err = proc.communicate()
             exits.append(proc.returncode)
             if proc.returncode not in (0, -signal.SIGTERM, 130, 143):
@@ -282,7 +286,10 @@ def statement_table(count: int, runs: list[Window]) -> None:
 
 
 def report(results: dict[int, list[Window]], args: argparse.Namespace) -> None:
-    """The table of medians, the statements at the largest count, and the saturation model."""
+    """The table of medians, the statements at the smallest and largest count, and the saturation
+    model."""
+    if not results:
+        return
     med = statistics.median
     print(f"\nweb: {args.hosts} hosts x {args.pages} pages, each answer held {args.latency:g} s; "
           f"--concurrency {args.concurrency} --per-host 1 a process; window {args.window:g} s after "
@@ -302,8 +309,6 @@ def report(results: dict[int, list[Window]], args: argparse.Namespace) -> None:
               f"{med(r.per_page(r.wal) / 1024 for r in runs):>13.2f}"
               f"{med(r.active for r in runs):>7.2f} ({med(r.locked for r in runs):.2f})"
               f"{med(r.load for r in runs):>6.1f}")
-    if not results:
-        return
     for count in sorted({min(results), max(results)}):
         statement_table(count, results[count])
     top = max(results)
@@ -385,7 +390,7 @@ def main() -> None:
                           f"{run.active:.2f}, waiting for a lock {run.locked:.2f}; load {run.load:.1f}; "
                           f"exits {' '.join(map(str, run.exits))}", flush=True)
                     for out in outs:
-                        subprocess.run(["rm", "-rf", str(out)], check=False)
+                        shutil.rmtree(out, ignore_errors=True)
         report({n: runs for n, runs in results.items() if runs}, args)
 
 
