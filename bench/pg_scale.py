@@ -1,7 +1,7 @@
 """1, 2, 4, 8... crawling processes on one PostgreSQL, each process bound by its hosts' pace, not by CPU.
 
     python bench/pg_scale.py [--processes 1,2,4,8] [--runs 3] [--hosts 400] [--pages 40]
-                             [--latency 0.4] [--concurrency 16] [--warmup 6] [--window 20] [--seed 1]
+                             [--latency 0.4] [--concurrency 16] [--warmup 15] [--window 20] [--seed 1]
 
 The web is bench/synthweb.py's (`--hosts` loopback addresses x `--pages` pages of ~8 KB), served by
 one nginx that holds every page `--latency` seconds (auth_request to a sleeping asyncio server in
@@ -337,7 +337,9 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=40, help="pages per host")
     parser.add_argument("--latency", type=float, default=0.4, help="seconds every answer is held")
     parser.add_argument("--concurrency", type=int, default=16, help="fetches at once in each process")
-    parser.add_argument("--warmup", type=float, default=6.0, help="seconds before the window")
+    # 6 s was too short at 8 processes on a loaded machine: workers were still opening the crawl,
+    # and all of them were finding the same new URLs at once (lock waits in INSERT_URLS).
+    parser.add_argument("--warmup", type=float, default=15.0, help="seconds before the window")
     parser.add_argument("--window", type=float, default=20.0, help="seconds measured")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
