@@ -32,7 +32,7 @@ class Column:
     """One exported column: its name and its kind (how its value is written)."""
 
     name: str
-    kind: str  # one of KINDS
+    kind: str  # str, int, float, bool, state, time, simhash, json
 
 
 def _arrow_type(kind: str) -> Any:
@@ -43,7 +43,6 @@ def _arrow_type(kind: str) -> Any:
             "json": pa.string()}[kind]
 
 
-KINDS = ("str", "int", "float", "bool", "state", "time", "simhash", "json")
 _SPECIAL = {"state": "state", "fetch_time": "time", "next_fetch_time": "time", "simhash": "simhash",
             "metadata": "json"}
 # Every field of UrlRecord, in its order: a field added there is exported everywhere.
@@ -55,7 +54,7 @@ LINK_COLUMNS: tuple[Column, ...] = tuple(
 
 
 def columns(names: Iterable[str], extra: Sequence[Column] = ()) -> tuple[Column, ...]:
-    """The URL columns named (in that order), then `extra` ones (a snapshot's `seq`, say)."""
+    """The columns named, in that order, among the URL and link columns and `extra` (a snapshot's `seq`)."""
     by_name = {c.name: c for c in (*URL_COLUMNS, *LINK_COLUMNS, *extra)}
     return tuple(by_name[n] for n in names)
 
@@ -93,7 +92,8 @@ def link_row(edge: LinkEdge) -> dict[str, Any]:
             "kind": edge.kind.value, "nofollow": bool(edge.nofollow)}
 
 
-def _json_default(value: object) -> str:
+def json_default(value: object) -> str:
+    """`json.dumps`'s `default` for a row: a time as ISO 8601 text."""
     if isinstance(value, datetime):
         return iso(value)
     raise TypeError(f"cannot export {type(value).__name__}")
@@ -101,7 +101,7 @@ def _json_default(value: object) -> str:
 
 def json_line(row: dict[str, Any]) -> str:
     """A row as one JSON line (times as ISO 8601 text)."""
-    return json.dumps(row, ensure_ascii=False, default=_json_default) + "\n"
+    return json.dumps(row, ensure_ascii=False, default=json_default) + "\n"
 
 
 def write_jsonl(rows: Iterable[dict[str, Any]], out: TextIO) -> int:
