@@ -48,6 +48,7 @@ _SPECIAL = {"state": "state", "fetch_time": "time", "next_fetch_time": "time", "
 # Every field of UrlRecord, in its order: a field added there is exported everywhere.
 URL_COLUMNS: tuple[Column, ...] = tuple(
     Column(f.name, _SPECIAL.get(f.name, str(f.type))) for f in dataclasses.fields(UrlRecord))
+_URL_FIELDS = tuple(c.name for c in URL_COLUMNS)
 # Every field of LinkEdge; its kind (LinkKind) by name.
 LINK_COLUMNS: tuple[Column, ...] = tuple(
     Column(name, "bool" if name == "nofollow" else "str") for name in LinkEdge._fields)
@@ -77,7 +78,7 @@ def state_name(state: UrlState) -> str:
 def url_row(record: UrlRecord) -> dict[str, Any]:
     """One URL's row: its state by name, times as UTC datetimes (None: never), metadata as an object,
     final_url None before any response; the SimHash unsigned (the writers say how each is written)."""
-    row = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
+    row = {name: getattr(record, name) for name in _URL_FIELDS}
     row["state"] = state_name(record.state)
     row["fetch_time"] = utc_time(record.fetch_time)
     row["next_fetch_time"] = utc_time(record.next_fetch_time)
@@ -135,18 +136,21 @@ def write_parquet(rows: Iterable[dict[str, Any]], cols: Sequence[Column], path: 
     import pyarrow.parquet as pq
 
     schema = arrow_schema(cols)
-    convert = [(c.name, _TO_PARQUET.get(c.kind)) for c in cols]
+    plain = [c.name for c in cols if c.kind not in _TO_PARQUET]
+    convert = [(c.name, _TO_PARQUET[c.kind]) for c in cols if c.kind in _TO_PARQUET]
     part = path.with_name(path.name + ".part")
     count = 0
     with pq.ParquetWriter(str(part), schema, compression=compression) as writer:
-        batch: dict[str, list[Any]] = {name: [] for name, _ in convert}
+        batch: dict[str, list[Any]] = {name: [] for name in schema.names}
         for row in rows:
+            for name in plain:
+                batch[name].append(row[name])
             for name, conv in convert:
-                batch[name].append(row[name] if conv is None else conv(row[name]))
+                batch[name].append(conv(row[name]))
             count += 1
             if count % batch_rows == 0:
                 writer.write_batch(pa.record_batch(list(batch.values()), schema=schema))
-                batch = {name: [] for name, _ in convert}
+                batch = {name: [] for name in schema.names}
         writer.write_batch(pa.record_batch(list(batch.values()), schema=schema))
     part.replace(path)
     return count

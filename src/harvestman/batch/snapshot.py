@@ -96,8 +96,9 @@ class _LinkRows:
             if target is None:
                 self.dropped += 1
                 continue
-            yield {**link_row(edge), "from_url": page, "to_url": target[0],
-                   "internal": target[1] == page_host}
+            row = link_row(edge)
+            row["to_url"], row["internal"] = target[0], target[1] == page_host
+            yield row
 
 
 def _write(rows: Iterable[dict[str, Any]], cols: Sequence[Column], path: Path) -> int:
