@@ -45,7 +45,7 @@ def generate(folder: Path, pages: int, links: int) -> None:
     base = "CAST(hash(id) >> 1 AS BIGINT)"
     near = "xor(CAST(hash(id - 2) >> 1 AS BIGINT), CAST(1 AS BIGINT) << CAST(id % 60 AS BIGINT))"
     db.execute(f"""COPY (SELECT id AS seq, {url} AS url, 'h' || (id % {HOSTS}) || '.test' AS host,
-        CAST(1 AS TINYINT) AS state, CAST(1 AS INT) AS depth, random() AS score, 1.0e9 AS fetch_time,
+        'fetched' AS state, CAST(1 AS INT) AS depth, random() AS score, 1.0e9 AS fetch_time,
         200 AS http_status, 'text/html' AS content_type,
         CASE WHEN id % 50 = 1 THEN 'sig' || (id - 1) ELSE 'sig' || id END AS signature,
         CASE WHEN id % 50 = 1 THEN CAST(hash(id - 1) >> 1 AS BIGINT)

@@ -10,6 +10,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -98,6 +99,17 @@ def test_robots_txt_is_no_url_of_the_crawl(site: NginxServer, tmp_path: Path) ->
     assert "/robots.txt" in {e.uri for e in site.requests()}  # read all the same, for the crawl itself
 
 
+def _same_summary(shown: dict[str, Any], status: dict[str, Any]) -> None:
+    """The server's summary and `harvestman status --json` of one crawl: one set of figures
+    (launch/status.py), each face naming them its way."""
+    assert (shown["counts"], shown["errors"]) == (status["states"], status["errors"])
+    assert (shown["pages"], shown["failed"], shown["bytes"]) == (status["pages"], status["failed"],
+                                                                  status["wire_bytes"])
+    assert shown["pages_per_second"] == round(status["pages_per_second"], 2)
+    assert {h["host"]: h["pages"] for h in shown["top_hosts"]} == {
+        host: h["pages"] for host, h in status["hosts"].items()}
+
+
 def test_the_last_event_and_the_summary_count_alike(site: NginxServer, tmp_path: Path) -> None:
     pytest.importorskip("fastapi")
     pytest.importorskip("uvicorn")
@@ -117,6 +129,8 @@ def test_the_last_event_and_the_summary_count_alike(site: NginxServer, tmp_path:
         summary = wait_for(finished, 90, "the crawl to finish")
         stream = server.call("GET", f"{path}/events").body.decode()
         urls = server.call("GET", f"{path}/urls?limit=1000").json()["urls"]
+        crawl_dir = next(server.root.rglob(f"{reply.json()['id']}/crawl"))
+        _same_summary(summary, json.loads(ok("status", str(crawl_dir), "--json")))
     [last] = [json.loads(line[6:]) for line in stream.splitlines()
               if line.startswith("data: ") and '"crawl_finished"' in line]
     counted = re.fullmatch(r"(\d+) (?:pages|fetched), (\d+) failed", last["message"])

@@ -10,7 +10,7 @@ import pytest
 
 from harvestman.crawl.engine import Crawler
 from harvestman.fetch.transport import MemoryTransport, Route, make_response
-from harvestman.launch.report import crawl_report
+from harvestman.launch.status import crawl_report
 from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import ConnectFetchError
 from harvestman.model.events import Event, EventKind

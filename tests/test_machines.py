@@ -28,7 +28,7 @@ import pytest
 
 from harvestman.index.indexer import build_index
 from harvestman.index.search import search
-from harvestman.launch.report import export_records
+from harvestman.launch.export import export_records
 from harvestman.launch.run import check_renderer, with_crawl_net
 from harvestman.model.config import config_from_mapping
 from harvestman.model.errors import ConfigError

@@ -21,7 +21,7 @@ from warcio.archiveiterator import ArchiveIterator
 from harvestman import CrawlConfig, Crawler
 from harvestman.index.markdown import Chunk, MarkdownPage, Provenance, blocks, chunk_markdown, page_markdown
 from harvestman.index.markdown_files import write_markdown
-from harvestman.launch.report import export_records
+from harvestman.launch.export import export_records
 from harvestman.model.errors import EXIT_USAGE
 from harvestman.store import warc_read
 from harvestman.store.crawldir import CrawlDir

@@ -15,8 +15,9 @@ import pytest
 from rich.console import Console
 from warcio.archiveiterator import ArchiveIterator
 
+from harvestman.launch.export import export_records
 from harvestman.launch.progress import SUMMARY_HOSTS, print_summary
-from harvestman.launch.report import export_records, run_figures
+from harvestman.launch.status import run_figures
 from harvestman.model.config import SECTION_OF, CrawlConfig, config_from_mapping, load_toml
 from harvestman.model.records import FetchOutcome, NewUrl, UrlState
 from harvestman.store.sqlite_store import SqliteStore
@@ -255,3 +256,52 @@ def test_status_after_a_recrawl_tells_the_last_run_and_all_runs(crawled: tuple[R
     assert report["pages_per_second"] == pytest.approx(runs["responses"] / runs["seconds"])
     text = run_cli("status", str(out)).stdout
     assert "last run" in text and "responses in all runs" in text
+
+
+def test_export_readdb_dump_and_snapshot_write_the_same_values(tmp_path: Path) -> None:
+    """The three paths out of a crawl database read one definition (batch/rows.py): the same values in
+    the same format, and JSON and Parquet one value each (a time, a SimHash with its top bit set)."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    from harvestman.batch.readdb import dump
+    from harvestman.batch.rows import iso
+    from harvestman.batch.snapshot import write_snapshot
+    from harvestman.store.crawldir import CrawlDir
+    from tests.support.batchgraph import Page, make_crawl
+
+    top_bit = (1 << 63) | 0b1011
+    make_crawl(tmp_path, {"http://a.test/": Page(links=("http://a.test/b", ("http://b.test/", True, "b")),
+                                                 signature="s1", simhash=top_bit, score=0.5)},
+               unfetched=["http://a.test/b"])
+    exported: dict[str, dict[str, list[dict[str, object]]]] = {}
+    for fmt in ("jsonl", "parquet"):
+        rows = {}
+        for what in ("urls", "links"):
+            written = export_records(tmp_path, fmt, tmp_path / f"{what}.{fmt}", what=what)
+            rows[what] = (list(map(json.loads, written.path.read_text().splitlines())) if fmt == "jsonl"
+                          else pq.read_table(written.path).to_pylist())
+        exported[fmt] = rows
+        dump(tmp_path, fmt=fmt, output=tmp_path / f"readdb-{fmt}")
+        read = (lambda p: list(map(json.loads, p.read_text().splitlines()))) if fmt == "jsonl" else \
+            (lambda p: pq.read_table(p).to_pylist())
+        assert read(tmp_path / f"readdb-{fmt}" / f"crawldb.{fmt}") == rows["urls"]
+        assert read(tmp_path / f"readdb-{fmt}" / f"linkdb.{fmt}") == rows["links"]
+    crawl = CrawlDir(tmp_path).read()
+    try:
+        snap = write_snapshot(crawl, tmp_path / "snapshot")
+    finally:
+        crawl.close()
+    parquet = {r["url"]: r for r in exported["parquet"]["urls"]}
+    for row in pq.read_table(snap.urls_path).to_pylist():
+        assert {k: v for k, v in row.items() if k != "seq"} == {k: parquet[row["url"]][k] for k in row
+                                                                 if k != "seq"}
+    snap_links = [{k: v for k, v in r.items() if k != "internal"}
+                  for r in pq.read_table(snap.links_path).to_pylist()]
+    assert sorted(snap_links, key=str) == sorted(exported["parquet"]["links"], key=str)
+    # JSON and Parquet: one value, each in its format's words.
+    for line in exported["jsonl"]["urls"]:
+        same = parquet[str(line["url"])]
+        assert line["simhash"] == int(same["simhash"]) & ((1 << 64) - 1)  # type: ignore[call-overload]
+        assert line["fetch_time"] == (None if same["fetch_time"] is None else iso(same["fetch_time"]))
+        assert line["state"] == same["state"] and line["final_url"] == same["final_url"]
+    assert parquet["http://a.test/"]["simhash"] == top_bit - (1 << 64)  # the same 64 bits, signed
+    assert {line["simhash"] for line in exported["jsonl"]["urls"]} == {top_bit, 0}

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from harvestman.launch.report import run_figures
+from harvestman.launch.status import run_figures
 from tests.support.crawlcheck import harvestman_cmd
 from tests.support.nginx import NginxServer, free_port, require_nginx
 from tests.support.serveproc import TOKEN, ServeProcess, wait_for

@@ -17,7 +17,7 @@ import pytest
 from harvestman.app import cli_cycle
 from harvestman.app.cli import build_parser, main
 from harvestman.app.options import given_settings, shown_default, with_table
-from harvestman.launch.report import EXPORT_FORMATS
+from harvestman.launch.export import EXPORT_FORMATS
 from harvestman.model.config import CrawlConfig, config_from_mapping
 from harvestman.model.errors import ConfigError
 from harvestman.model.settings import (

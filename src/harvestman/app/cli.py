@@ -14,9 +14,10 @@ from typing import Any
 from harvestman import __version__, core_name
 from harvestman.app import cli_batch, cli_cycle, cli_extract, cli_features, cli_focus, cli_recrawl, cli_search
 from harvestman.app.options import CONFIG_HELP, DB_HELP, DIR_HELP, add_setting_options, given_settings
+from harvestman.launch.export import EXPORT_FORMATS, EXPORT_WHAT, STDOUT, export_records
 from harvestman.launch.progress import print_summary
-from harvestman.launch.report import EXPORT_FORMATS, EXPORT_WHAT, STDOUT, crawl_report, export_records
 from harvestman.launch.run import check_crawl_order, resumed_config, run_crawl, worker_config
+from harvestman.launch.status import crawl_report
 from harvestman.model.config import CrawlConfig, config_from_mapping, merge_settings
 from harvestman.model.errors import (
     EXIT_CLOSED_OUTPUT,

@@ -21,6 +21,7 @@ from harvestman.batch.generate import ORDERS
 from harvestman.batch.inject import inject
 from harvestman.batch.parse_segment import parse_segment
 from harvestman.batch.readdb import DUMP_FORMATS, dump, stats, url_info
+from harvestman.batch.rows import json_default
 from harvestman.batch.seeds import SeedLine, parse_seed_lines, read_seed_file
 from harvestman.launch.run import fetch_segment_run
 from harvestman.launch.steps import fetch_step, generate_step, show, updatedb_step
@@ -138,7 +139,8 @@ def _readdb(args: argparse.Namespace) -> int:
     if args.stats:
         print(json.dumps(stats(args.dir, args.db), indent=2))
     elif args.url:
-        print(json.dumps(url_info(args.dir, args.url, args.db), indent=2, ensure_ascii=False))
+        shown = url_info(args.dir, args.url, args.db)  # times as every export writes them
+        print(json.dumps(shown, indent=2, ensure_ascii=False, default=json_default))
     else:
         written = dump(args.dir, args.db, fmt=args.format, output=args.output)
         out = args.output or Path(args.dir) / "readdb"

@@ -15,7 +15,7 @@ from harvestman.batch.crawlstats import crawl_stats
 from harvestman.batch.duplicates import DedupResult, check_distance, find_duplicates
 from harvestman.batch.engine import ENGINES, BatchEngine, DuckDbEngine, write_arrow
 from harvestman.batch.linkdb import InvertResult, invert_links
-from harvestman.batch.ranks import RankResult, check_rank_options, rank_urls
+from harvestman.batch.ranks import FETCHED_STATES, RankResult, check_rank_options, rank_urls
 from harvestman.batch.simhash import unsigned
 from harvestman.batch.snapshot import Snapshot, existing_snapshot, snapshot_folder, write_snapshot
 from harvestman.batch.warcpages import simhashes_from_warc
@@ -110,7 +110,8 @@ def rank(folder: Path, *, db: str = "", engine: EngineChoice = "duckdb", algorit
 def _fill_simhashes(folder: Path, running: BatchEngine) -> dict[str, int]:
     """SimHashes (unsigned) from the WARC files for fetched HTML pages whose row holds none."""
     missing = running.arrow(
-        "SELECT url FROM urls WHERE state IN (1, 5, 6) AND simhash = 0 AND lower(content_type) LIKE '%html%'")
+        f"SELECT url FROM urls WHERE state IN {FETCHED_STATES} AND simhash = 0"
+        " AND lower(content_type) LIKE '%html%'")
     return simhashes_from_warc(Path(folder), set(missing.column("url").to_pylist()))
 
 

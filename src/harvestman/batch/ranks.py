@@ -14,7 +14,7 @@ from harvestman.batch.engine import BatchEngine
 from harvestman.model.errors import ConfigError
 
 ALGORITHMS = ("pagerank", "indegree", "opic")
-FETCHED_STATES = "(1, 5, 6)"  # UrlState FETCHED, NOT_MODIFIED, DUPLICATE
+FETCHED_STATES = "('fetched', 'not_modified', 'duplicate')"  # the snapshot names states (batch/rows.py)
 TOLERANCE = 1e-9  # PageRank stops once the L1 change of an iteration is below this
 MAX_PAGERANK_ITERATIONS = 1000
 OPIC_ROUNDS = 10

@@ -3,29 +3,34 @@ and readseg (the segments) show it: statistics, one URL, or everything dumped.""
 
 from __future__ import annotations
 
-import dataclasses
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from harvestman.batch import segments
 from harvestman.batch.generate import score_source
+from harvestman.batch.rows import (
+    LINK_COLUMNS,
+    URL_COLUMNS,
+    WRITERS,
+    Column,
+    columns,
+    link_row,
+    state_name,
+    url_row,
+    write_rows,
+)
 from harvestman.model.errors import ConfigError, InvalidUrlError
 from harvestman.model.records import UrlRecord
 from harvestman.net.urls import normalize
 from harvestman.store.crawldir import CrawlDir
 from harvestman.store.sqlite_store import SqliteStore
 
-DUMP_FORMATS = ("jsonl", "parquet")
-
-
-def record_row(record: UrlRecord) -> dict[str, Any]:
-    """A crawl database row as JSON-ready values (the state by name, metadata as an object)."""
-    row = dataclasses.asdict(record)
-    row["state"] = record.state.name.lower()
-    row["metadata"] = json.loads(record.metadata) if record.metadata else None
-    return row
+DUMP_FORMATS = tuple(WRITERS)
+# A segment's URLs: generated in which state, and where their fetch left them (batch/rows.py's columns).
+_FETCHED = ("state", "http_status", "fetch_time", "signature")
+_SEGMENT_COLUMNS = (Column("segment", "str"), Column("url", "str"), Column("generated_state", "state"),
+                    *columns(_FETCHED))
 
 
 def segment_info(segment: Path) -> dict[str, Any]:
@@ -83,7 +88,7 @@ def url_info(folder: Path, url: str, db: str = "") -> dict[str, Any]:
                 into.append(edge.from_url)
     finally:
         store.close()
-    return {**record_row(record), "outlinks": out, "inlinks_from": into}
+    return {**url_row(record), "outlinks": out, "inlinks_from": into}
 
 
 def _segment_rows(folder: Path) -> Iterator[dict[str, Any]]:
@@ -98,9 +103,9 @@ def _segment_rows(folder: Path) -> Iterator[dict[str, Any]]:
                 seg.close()
         for generated in segments.read_fetchlist(path):
             now = fetched.get(generated.url, generated)
-            yield {"segment": name, "url": generated.url, "generated_state": generated.state.name.lower(),
-                   "state": now.state.name.lower(), "http_status": now.http_status,
-                   "fetch_time": now.fetch_time, "signature": now.signature}
+            row = url_row(now)
+            yield {"segment": name, "url": generated.url, "generated_state": state_name(generated.state),
+                   **{column: row[column] for column in _FETCHED}}
 
 
 def dump(folder: Path, db: str = "", *, fmt: str = "jsonl", output: Path | None = None) -> dict[str, int]:
@@ -113,32 +118,11 @@ def dump(folder: Path, db: str = "", *, fmt: str = "jsonl", output: Path | None 
     store = CrawlDir(Path(folder), db).read()
     written: dict[str, int] = {}
     try:
-        written["crawldb"] = _write(out / f"crawldb.{fmt}", map(record_row, store.records()), fmt)
-        edges = ({"from_url": e.from_url, "to_url": e.to_url, "anchor": e.anchor, "kind": e.kind.value,
-                  "nofollow": e.nofollow} for e in store.links())
-        written["linkdb"] = _write(out / f"linkdb.{fmt}", edges, fmt)
+        urls, links = map(url_row, store.records()), map(link_row, store.links())
+        written["crawldb"] = write_rows(fmt, urls, URL_COLUMNS, out / f"crawldb.{fmt}")
+        written["linkdb"] = write_rows(fmt, links, LINK_COLUMNS, out / f"linkdb.{fmt}")
     finally:
         store.close()
-    written["segments"] = _write(out / f"segments.{fmt}", _segment_rows(folder), fmt)
+    written["segments"] = write_rows(fmt, _segment_rows(folder), _SEGMENT_COLUMNS, out / f"segments.{fmt}")
     return written
 
-
-def _write(path: Path, rows: Iterator[dict[str, Any]], fmt: str) -> int:
-    if fmt == "jsonl":
-        count = 0
-        with open(path, "w", encoding="utf-8") as out:
-            for row in rows:
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
-                count += 1
-        return count
-    import pyarrow as pa  # heavy: imported for a Parquet dump only
-    import pyarrow.parquet as pq
-
-    items = list(rows)
-    for row in items:
-        if row.get("metadata") is not None:
-            row["metadata"] = json.dumps(row["metadata"], ensure_ascii=False)
-        if "simhash" in row:
-            row["simhash"] = str(row["simhash"])  # unsigned 64-bit: Arrow would infer int64
-    pq.write_table(pa.Table.from_pylist(items), str(path))
-    return len(items)

@@ -9,15 +9,15 @@ matches `urls.url`. Links whose target does not normalize (mailto:, too long, sp
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harvestman.batch.simhash import signed
+from harvestman.batch.rows import LINK_COLUMNS as EDGE_COLUMNS
+from harvestman.batch.rows import Column, columns, link_row, url_row, write_parquet
 from harvestman.model.errors import InvalidUrlError
 from harvestman.net.urls import host_of, normalize_with_host
 from harvestman.store.frontier import CrawlDb
@@ -25,31 +25,12 @@ from harvestman.store.frontier import CrawlDb
 BATCH_ROWS = 65_536  # rows an Arrow record batch: a few MB, whatever the crawl's size
 _ANSWERS_MAX = 1 << 18  # normalized targets remembered (popular ones recur page after page); ~50 MB
 
-URLS_SCHEMA = pa.schema([
-    ("seq", pa.int64()),  # insertion order: the order the crawl first knew the URL
-    ("url", pa.string()),
-    ("host", pa.string()),
-    ("state", pa.int8()),  # UrlState's value
-    ("depth", pa.int32()),
-    ("score", pa.float64()),
-    ("fetch_time", pa.float64()),
-    ("http_status", pa.int32()),
-    ("content_type", pa.string()),
-    ("signature", pa.string()),
-    ("simhash", pa.int64()),  # signed 64-bit, as the databases hold it; 0: not computed
-    ("duplicate_of", pa.string()),
-    ("inlinks", pa.int64()),
-    ("body_size", pa.int64()),
-])
-
-LINKS_SCHEMA = pa.schema([
-    ("from_url", pa.string()),
-    ("to_url", pa.string()),
-    ("anchor", pa.string()),
-    ("kind", pa.string()),
-    ("nofollow", pa.bool_()),
-    ("internal", pa.bool_()),  # both ends on one host
-])
+# The columns the batch jobs read, written as every export writes them (batch/rows.py): states by name,
+# times as UTC timestamps, SimHashes as signed int64.
+URL_COLUMNS = columns(("seq", "url", "host", "state", "depth", "score", "fetch_time", "http_status",
+                       "content_type", "signature", "simhash", "duplicate_of", "inlinks", "body_size"),
+                      extra=[Column("seq", "int")])  # insertion order: the order the crawl first knew the URL
+LINK_COLUMNS = (*EDGE_COLUMNS, Column("internal", "bool"))  # both ends on one host
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,31 +58,9 @@ def snapshot_folder(crawl_dir: Path) -> Path:
     return Path(crawl_dir) / "snapshot"
 
 
-def _write(path: Path, schema: pa.Schema, rows: Iterable[dict[str, Any]]) -> int:
-    """Write `rows` to `path` in record batches (via a temporary name: no half file after a crash)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    part = path.with_suffix(".parquet.part")
-    count = 0
-    with pq.ParquetWriter(part, schema, compression="zstd") as writer:
-        columns: dict[str, list[Any]] = {name: [] for name in schema.names}
-        for row in rows:
-            for name, values in columns.items():
-                values.append(row[name])
-            count += 1
-            if len(columns["url" if "url" in columns else "from_url"]) >= BATCH_ROWS:
-                writer.write_batch(pa.record_batch(list(columns.values()), schema=schema))
-                columns = {name: [] for name in schema.names}
-        writer.write_batch(pa.record_batch(list(columns.values()), schema=schema))
-    part.replace(path)
-    return count
-
-
 def _url_rows(db: CrawlDb) -> Iterator[dict[str, Any]]:
-    for seq, r in enumerate(db.records()):
-        yield {"seq": seq, "url": r.url, "host": r.host, "state": int(r.state), "depth": r.depth,
-               "score": r.score, "fetch_time": r.fetch_time, "http_status": r.http_status,
-               "content_type": r.content_type, "signature": r.signature, "simhash": signed(r.simhash),
-               "duplicate_of": r.duplicate_of, "inlinks": r.inlinks, "body_size": r.body_size}
+    for seq, record in enumerate(db.records()):
+        yield {**url_row(record), "seq": seq}
 
 
 class _LinkRows:
@@ -137,8 +96,13 @@ class _LinkRows:
             if target is None:
                 self.dropped += 1
                 continue
-            yield {"from_url": page, "to_url": target[0], "anchor": edge.anchor, "kind": edge.kind.value,
-                   "nofollow": bool(edge.nofollow), "internal": target[1] == page_host}
+            row = link_row(edge)
+            row["to_url"], row["internal"] = target[0], target[1] == page_host
+            yield row
+
+
+def _write(rows: Iterable[dict[str, Any]], cols: Sequence[Column], path: Path) -> int:
+    return write_parquet(rows, cols, path, compression="zstd", batch_rows=BATCH_ROWS)
 
 
 def _max_url_length(db: CrawlDb) -> int:
@@ -154,9 +118,10 @@ def _max_url_length(db: CrawlDb) -> int:
 def write_snapshot(db: CrawlDb, folder: Path) -> Snapshot:
     """Write the URL and link tables of `db` into `folder` (urls.parquet, links.parquet)."""
     folder = Path(folder)
-    urls = _write(folder / "urls.parquet", URLS_SCHEMA, _url_rows(db))
+    folder.mkdir(parents=True, exist_ok=True)
+    urls = _write(_url_rows(db), URL_COLUMNS, folder / "urls.parquet")
     links = _LinkRows(_max_url_length(db))
-    count = _write(folder / "links.parquet", LINKS_SCHEMA, links.rows(db))
+    count = _write(links.rows(db), LINK_COLUMNS, folder / "links.parquet")
     return Snapshot(folder, urls, count, links.dropped)
 
 

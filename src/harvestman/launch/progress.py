@@ -120,7 +120,7 @@ def print_summary(report: dict[str, Any], console: Console | None = None) -> Non
         table.add_row("last fetch", report["last_fetch"])
         table.add_row("elapsed", f"{report['elapsed_seconds']:,.1f} s")
     runs = report.get("runs")
-    if runs:  # from the events logs (launch/report.py run_figures)
+    if runs:  # from the events logs (launch/status.py run_figures)
         last = runs["last"]
         table.add_row("runs", f"{runs['count']:,}")
         table.add_row("time the runs ran", f"{runs['seconds']:,.1f} s")
@@ -132,7 +132,7 @@ def print_summary(report: dict[str, Any], console: Console | None = None) -> Non
         table.add_row("last run: pages/s", f"{last['pages_per_second']:.1f}")
     rate = "pages/s (all runs, over the time they ran)" if runs else "pages/s"
     table.add_row(rate, f"{report['pages_per_second']:.1f}")
-    focus = report.get("focus")  # a focused crawl (launch/report.py)
+    focus = report.get("focus")  # a focused crawl (launch/status.py)
     if focus:
         table.add_row("pages scored by the focus", f"{focus['scored_pages']:,}")
         for topic, row in focus["topics"].items():

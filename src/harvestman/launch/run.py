@@ -24,8 +24,8 @@ from harvestman.crawl.workers import NO_POLICIES, Policies
 from harvestman.index.stages import with_stages
 from harvestman.launch.metrics import MetricsFile, MetricsServer
 from harvestman.launch.progress import ProgressDisplay, print_summary
-from harvestman.launch.report import crawl_report
 from harvestman.launch.seeds import check_seeds, run_verdict
+from harvestman.launch.status import crawl_report
 from harvestman.model.config import CrawlConfig, config_from_mapping, merge_settings
 from harvestman.model.errors import ConfigError
 from harvestman.model.records import RunVerdict

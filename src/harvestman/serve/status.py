@@ -7,8 +7,7 @@ import functools
 from pathlib import Path
 from typing import Any
 
-from harvestman.crawl.stats import PAGE_STATES, PageCounts
-from harvestman.launch.report import run_figures
+from harvestman.launch.status import crawl_figures, run_figures
 from harvestman.model.config import shown_setting
 from harvestman.model.errors import HarvestmanError
 from harvestman.model.records import UrlState
@@ -32,7 +31,7 @@ def _log_sizes(folder: Path) -> tuple[int, ...]:
 
 @functools.lru_cache(maxsize=1024)
 def _finished_rate(folder: Path, sizes: tuple[int, ...]) -> float:
-    """A finished crawl's pages/s (launch/report.py's), read again only when its logs have grown."""
+    """A finished crawl's pages/s (launch/status.py's), read again only when its logs have grown."""
     del sizes  # the cache's key: the logs as they were read
     return round(float(run_figures(folder).get("pages_per_second", 0.0)), 2)
 
@@ -70,19 +69,11 @@ def summary(info: CrawlInfo, events: EventFigures) -> dict[str, Any]:
     if db is None:
         return out
     try:
-        counts = db.counts()
-        totals = db.totals()
-        hosts = db.host_totals()
-        errors = db.error_counts()
+        figures = crawl_figures(db)  # `harvestman status`'s figures, named as the API names them
     finally:
         db.close()
-    out["counts"] = {state.name.lower(): counts.get(state, 0) for state in UrlState}
-    counted = PageCounts.of_database(counts, errors)
-    out["pages"], out["failed"] = counted.pages, counted.failed
-    out["bytes"] = totals.wire_bytes
-    out["errors"] = dict(errors)
-    ranked = sorted(hosts, key=lambda h: (-sum(h.states.get(s, 0) for s in PAGE_STATES), h.host))
-    out["top_hosts"] = [
-        {"host": h.host, "pages": sum(h.states.get(s, 0) for s in PAGE_STATES)} for h in ranked[:TOP_HOSTS]
-    ]
+    ranked = sorted(figures["hosts"].items(), key=lambda kv: (-kv[1]["pages"], kv[0]))
+    out.update(counts=figures["states"], pages=figures["pages"], failed=figures["failed"],
+               bytes=figures["wire_bytes"], errors=figures["errors"],
+               top_hosts=[{"host": host, "pages": h["pages"]} for host, h in ranked[:TOP_HOSTS]])
     return out

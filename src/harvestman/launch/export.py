@@ -1,29 +1,33 @@
-"""Reports over a crawl folder: `status` figures, `export` of URLs or links, a CDXJ index."""
+"""`export`: a crawl's URLs or links (JSONL, Parquet; the rows of batch/rows.py), its pages, renders,
+Markdown or search documents, or a CDXJ index of its WARC files."""
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TextIO
 
+from harvestman.batch.rows import (
+    LINK_COLUMNS,
+    URL_COLUMNS,
+    WRITERS,
+    Column,
+    link_row,
+    url_row,
+    write_jsonl,
+    write_rows,
+)
 from harvestman.model.errors import ConfigError, StorageError
-from harvestman.model.records import LinkEdge, UrlRecord, UrlState
 from harvestman.store.crawldir import CrawlDir
-from harvestman.store.frontier import CrawlDb
-from harvestman.store.runlog import Run, read_runs
 from harvestman.store.warc_read import is_open, whole_records
 
-EXPORT_BATCH = 10_000
-EXPORT_FORMATS: tuple[str, ...] = ("jsonl", "parquet", "cdxj")
+EXPORT_FORMATS: tuple[str, ...] = (*WRITERS, "cdxj")
 EXPORT_WHAT: tuple[str, ...] = ("urls", "links")  # one record per URL, or one row per edge of the link graph
 EXPORT_WHAT += ("pages",)  # one row per HTML page with its features (index/pages.py)
 EXPORT_FORMATS += ("opensearch", "solr")  # --what index: bulk files for search servers (index/export.py)
@@ -31,7 +35,6 @@ EXPORT_WHAT += ("index",)  # the search index's documents
 EXPORT_WHAT += ("renders",)  # one row per page rendered in a browser (store/warc_renders.py)
 EXPORT_WHAT += ("markdown",)  # one row per HTML page as Markdown, one per chunk (index/markdown_files.py)
 STDOUT = Path("-")  # `--out -`: the export's lines go to standard output
-_TIME_FIELDS = ("fetch_time", "next_fetch_time")  # epoch seconds in the database; 0 means never
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,150 +44,6 @@ class Exported:
     path: Path
     count: int
     note: str = ""  # why the export may not be what was expected (a crawl with no WARC file, say)
-
-
-def utc_time(ts: float) -> datetime | None:
-    """Epoch seconds as an aware UTC datetime; 0 (never) as None."""
-    return datetime.fromtimestamp(ts, UTC) if ts else None
-
-
-def iso_time(ts: float) -> str | None:
-    """Epoch seconds as ISO 8601 in UTC ('2026-05-01T12:00:00.123456Z'); 0 (never) as None."""
-    when = utc_time(ts)
-    return None if when is None else _iso(when)
-
-
-def _iso(when: datetime) -> str:
-    return when.isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-def _state_names(counts: dict[UrlState, int]) -> dict[str, int]:
-    return {state.name.lower(): counts.get(state, 0) for state in UrlState}
-
-
-def crawl_report(folder: Path, db: str = "") -> dict[str, Any]:
-    """URLs by state, responses, errors by class, bytes, time span, and the same per host."""
-    frontier = CrawlDir(Path(folder), db).read()
-    try:
-        counts = frontier.counts()
-        totals = frontier.totals()
-        hosts = frontier.host_totals()
-        errors = frontier.error_counts()
-        focus = _focus_summary(folder, frontier)
-    finally:
-        frontier.close()
-    span = totals.last_fetch - totals.first_fetch
-    runs = run_figures(folder)
-    return {
-        **focus,
-        "dir": str(folder),
-        "urls": sum(counts.values()),
-        "states": _state_names(counts),  # URLs in each state
-        "responses": totals.responses,  # URLs that got an HTTP response, of any status
-        "errors": dict(sorted(errors.items(), key=lambda kv: -kv[1])),  # URLs per error class
-        "wire_bytes": totals.wire_bytes,
-        "bandwidth": {  # headers and bodies on the wire; bodies as transferred and decoded; saved by stops
-            "wire_bytes": totals.wire_bytes,
-            "body_wire_bytes": totals.body_wire_bytes,
-            "decoded_bytes": totals.body_bytes,
-            "saved_bytes": totals.saved_bytes,
-            "partial_pages": totals.partial_pages,
-        },
-        "host_count": len(hosts),
-        "hosts": {
-            h.host: {
-                "urls": sum(h.states.values()),
-                "states": _state_names(h.states),
-                "errors": h.errors,
-                "wire_bytes": h.wire_bytes,
-            }
-            for h in hosts
-        },
-        "first_fetch": iso_time(totals.first_fetch),
-        "last_fetch": iso_time(totals.last_fetch),
-        "elapsed_seconds": span,
-        # Over the time the runs ran (a crawl resumed a day later did not crawl for a day); a crawl
-        # without an events log (`download`): over its span of fetch times.
-        "pages_per_second": runs["pages_per_second"] if runs else _rate(totals.responses, span),
-        "runs": runs,
-    }
-
-
-def run_figures(folder: Path) -> dict[str, Any]:
-    """The crawl's runs as its events logs tell them (store/runlog.py): how many, the time they ran
-    (the idle time between runs left out), their responses (a re-crawl's 304s included) and bytes,
-    pages/s over that time, and the last run's own figures; {} for a crawl with no events log."""
-    runs = read_runs(CrawlDir(Path(folder)).event_logs())
-    if not runs:
-        return {}
-    active = _busy_seconds(runs)
-    responses = sum(r.responses for r in runs)
-    last = runs[-1]
-    return {
-        "count": len(runs),
-        "seconds": active,
-        "responses": responses,
-        "bytes": sum(r.bytes for r in runs),
-        "pages_per_second": _rate(responses, active),
-        "last": {
-            "started": iso_time(last.started),
-            "ended": iso_time(last.ended),
-            "seconds": last.seconds,
-            "responses": last.responses,
-            "not_modified": last.not_modified,
-            "bytes": last.bytes,
-            "pages_per_second": _rate(last.responses, last.seconds),
-        },
-    }
-
-
-def _busy_seconds(runs: list[Run]) -> float:
-    """The time covered by runs sorted by start (runs that overlap counted once)."""
-    total, end = 0.0, float("-inf")
-    for run in runs:
-        total += max(0.0, run.ended - max(run.started, end))
-        end = max(end, run.ended)
-    return total
-
-
-def _rate(responses: int, seconds: float) -> float:
-    return responses / seconds if seconds > 0 else float(responses)
-
-
-def _focus_summary(folder: Path, frontier: CrawlDb) -> dict[str, Any]:
-    """A focused crawl's pages by topic ({"focus": ...}); {} for a crawl without a saved focus."""
-    path = Path(folder) / "focus" / "focus.json"  # crawl/focusfile.py
-    if not path.is_file():
-        return {}
-    from harvestman.batch.harvest import focus_summary
-
-    try:
-        threshold = float(json.loads(path.read_text(encoding="utf-8"))["spec"]["threshold"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
-    return {"focus": focus_summary(frontier.records(), threshold)}
-
-
-def _as_row(record: UrlRecord) -> dict[str, Any]:
-    """One export row: the state by name, times as UTC datetimes, and None for what never happened."""
-    row = {f.name: getattr(record, f.name) for f in dataclasses.fields(record)}
-    row["state"] = record.state.name.lower()
-    for name in _TIME_FIELDS:
-        row[name] = utc_time(row[name])
-    row["final_url"] = record.final_url or None  # '' only before any response
-    return row
-
-
-def _json_default(value: object) -> str:
-    if isinstance(value, datetime):
-        return _iso(value)
-    raise TypeError(f"cannot export {type(value).__name__}")
-
-
-def _link_row(edge: LinkEdge) -> dict[str, Any]:
-    """One row of the links export: an edge of the link graph, its kind by name."""
-    return {"from_url": edge.from_url, "to_url": edge.to_url, "anchor": edge.anchor,
-            "kind": edge.kind.value, "nofollow": edge.nofollow}
 
 
 @contextmanager
@@ -240,18 +99,17 @@ def export_records(folder: Path, fmt: str, output: Path | None = None, db: str =
     path = output or Path(folder) / f"export.{fmt}"
     frontier = CrawlDir(Path(folder), db).read()
     try:
-        if fmt == "parquet":
-            return Exported(path, _write_parquet(frontier, path))
-        count = 0
-        with _lines_to(path) as out:
-            for record in frontier.records():
-                row = _as_row(record)
-                row["metadata"] = json.loads(record.metadata) if record.metadata else None  # an object
-                out.write(json.dumps(row, ensure_ascii=False, default=_json_default) + "\n")
-                count += 1
-        return Exported(path, count)
+        return Exported(path, _write(fmt, map(url_row, frontier.records()), URL_COLUMNS, path))
     finally:
         frontier.close()
+
+
+def _write(fmt: str, rows: Iterable[dict[str, Any]], cols: Sequence[Column], path: Path) -> int:
+    """Write rows with batch/rows.py's writer for `fmt`; JSON lines to standard output for STDOUT."""
+    if path == STDOUT:
+        with _lines_to(path) as out:
+            return write_jsonl(rows, out)
+    return write_rows(fmt, rows, cols, path)
 
 
 def _export_index(folder: Path, fmt: str, output: Path | None, what: str) -> Exported:
@@ -267,19 +125,7 @@ def _export_index(folder: Path, fmt: str, output: Path | None, what: str) -> Exp
 def _export_links(folder: Path, fmt: str, path: Path, db: str) -> Exported:
     crawl = CrawlDir(Path(folder), db).read()
     try:
-        rows = map(_link_row, crawl.links())
-        if fmt == "parquet":
-            import pyarrow as pa  # imported here: it is heavy, and only this export needs it
-
-            schema = pa.schema([("from_url", pa.string()), ("to_url", pa.string()), ("anchor", pa.string()),
-                                ("kind", pa.string()), ("nofollow", pa.bool_())])
-            return Exported(path, _write_parquet_rows(rows, schema, path))
-        count = 0
-        with _lines_to(path) as out:
-            for row in rows:
-                out.write(json.dumps(row, ensure_ascii=False) + "\n")
-                count += 1
-        return Exported(path, count)
+        return Exported(path, _write(fmt, map(link_row, crawl.links()), LINK_COLUMNS, path))
     finally:
         crawl.close()
 
@@ -290,12 +136,8 @@ def _export_renders(folder: Path, path: Path) -> Exported:
 
     if not Path(folder).is_dir():
         raise ConfigError(f"{folder} is not a crawl folder")
-    count = 0
     with _lines_to(path) as out:
-        for row in rendered_pages(folder):
-            out.write(json.dumps(row, ensure_ascii=False) + "\n")
-            count += 1
-    return Exported(path, count)
+        return Exported(path, write_jsonl(rendered_pages(folder), out))
 
 
 def _export_markdown(folder: Path, fmt: str, output: Path | None, chunk_size: int | None) -> Exported:
@@ -322,41 +164,7 @@ def _export_pages(folder: Path, fmt: str, path: Path) -> Exported:
     if fmt == "parquet":
         return Exported(path, write_pages(pages, path))
     with _lines_to(path) as out:
-        for page in pages:
-            out.write(json.dumps(to_row(page), ensure_ascii=False) + "\n")
-    return Exported(path, len(pages))
-
-
-def _write_parquet_rows(rows: Iterable[dict[str, Any]], schema: Any, path: Path) -> int:
-    """Write `rows` to a Parquet file with `schema`, in batches; how many."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    count = 0
-    batch: list[dict[str, Any]] = []
-    with pq.ParquetWriter(str(path), schema) as writer:
-        for row in rows:
-            batch.append(row)
-            count += 1
-            if len(batch) >= EXPORT_BATCH:
-                writer.write_table(pa.Table.from_pylist(batch, schema=schema))
-                batch.clear()
-        if batch:
-            writer.write_table(pa.Table.from_pylist(batch, schema=schema))
-    return count
-
-
-def _write_parquet(frontier: CrawlDb, path: Path) -> int:
-    import pyarrow as pa  # imported here: it is heavy, and only this export needs it
-
-    # The schema follows UrlRecord's fields, so an empty crawl still exports a valid file.
-    types = {"str": pa.string(), "int": pa.int64(), "float": pa.float64(), "UrlState": pa.string()}
-    schema = pa.schema([
-        (f.name, pa.timestamp("us", tz="UTC") if f.name in _TIME_FIELDS
-         else pa.uint64() if f.name == "simhash" else types[str(f.type)])
-        for f in dataclasses.fields(UrlRecord)
-    ])
-    return _write_parquet_rows(map(_as_row, frontier.records()), schema, path)
+        return Exported(path, write_jsonl(map(to_row, pages), out))
 
 
 def _cdxj_note(folder: Path, lines: int) -> str:
