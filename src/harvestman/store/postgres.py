@@ -31,8 +31,8 @@ from harvestman.store.postgres_sql import (
     LEASE,
     LEASE_ORDERED,
     PARKED,
-    WRITE_OUTCOME,
 )
+from harvestman.store.sql_shared import POSTGRES_SQL as SQL
 
 if TYPE_CHECKING:
     import psycopg
@@ -302,7 +302,7 @@ class PostgresStore(PostgresDb):
                 # The target is fetched again when the URL that led to it is (no re-visit of its own).
                 write(o, o.final_url, state, rows[o.url][4], o.url, revisit=False)
         with conn.cursor() as cur:
-            cur.executemany(WRITE_OUTCOME, updates)
+            cur.executemany(SQL.write_outcome, updates)
             if links:
                 self._write_links(conn, links)
             cur.executemany(FREE_HOST, [
@@ -327,13 +327,13 @@ class PostgresStore(PostgresDb):
     def set_host_delay(self, host: str, delay: float) -> None:
         """Set the seconds between two requests to `host` (robots.txt Crawl-delay)."""
         host_id = self._host_ids([host])[host]
-        self._write(lambda conn: conn.execute("UPDATE hosts SET delay = %s WHERE id = %s", (delay, host_id)))
+        self._write(lambda conn: conn.execute(SQL.set_host_delay, (delay, host_id)))
 
     def pause_host(self, host: str, until: float, reason: str) -> None:
         """Lease nothing from `host` before `until`; a pause is only ever extended, never shortened."""
         host_id = self._host_ids([host])[host]
         self._write(lambda conn: conn.execute(
-            "UPDATE hosts SET paused_until = GREATEST(paused_until, %s), pause_reason = %s WHERE id = %s",
+            SQL.pause_host,
             (until, clean(reason), host_id)))
 
     def host_failure(self, host: str, now: float) -> int:
@@ -353,7 +353,7 @@ class PostgresStore(PostgresDb):
     def host_success(self, host: str) -> None:
         """Reset the consecutive-failure count of `host`."""
         self._write(lambda conn: conn.execute(
-            "UPDATE hosts SET failures = 0 WHERE name = %s AND failures <> 0", (host,)))
+            SQL.host_success, (host,)))
 
     def release_leases(self) -> int:
         """Hand back every lease (a crawl resumed by its only process); returns how many there were.
@@ -361,12 +361,9 @@ class PostgresStore(PostgresDb):
         Every process's leases: call it only when no other process works on this crawl.
         """
         def work(conn: psycopg.Connection[Any]) -> int:
-            conn.execute(
-                "UPDATE hosts SET best = LEAST(hosts.best, r.best) FROM (SELECT host_id,"
-                " MIN(priority) AS best FROM urls WHERE lease_until > 0 AND queued GROUP BY host_id) r"
-                " WHERE hosts.id = r.host_id")
-            n = conn.execute("UPDATE urls SET lease_until = 0 WHERE lease_until > 0").rowcount
-            conn.execute("UPDATE hosts SET in_flight = 0, wake_at = 0 WHERE in_flight <> 0 OR wake_at <> 0")
+            conn.execute(SQL.release_best)
+            n = conn.execute(SQL.release_urls).rowcount
+            conn.execute(SQL.release_hosts)
             return n
 
         return self._write(work)
@@ -380,12 +377,12 @@ class PostgresStore(PostgresDb):
     def due_count(self, now: float) -> int:
         """Number of queued URLs that are due and not leased."""
         return int(self._read(
-            "SELECT COUNT(*) FROM urls WHERE queued AND next_fetch_time <= %s AND lease_until = 0", (now,)
+            SQL.due_count, (now,)
         )[0][0])
 
     def in_flight(self) -> int:
         """Number of URLs currently leased (by any process)."""
-        return int(self._read("SELECT COUNT(*) FROM urls WHERE lease_until > 0")[0][0])
+        return int(self._read(SQL.in_flight)[0][0])
 
     def next_ready_time(self, *, everywhere: bool = False) -> float | None:
         """Earliest time a lease may succeed (never later than the truth), or None when nothing is pending.

@@ -30,6 +30,7 @@ except ImportError:
     ) from None
 
 from harvestman.store.postgres_sql import BEST_OF_HOST, MIGRATIONS, RECORD_COLS, SCHEMA, SCHEMA_VERSION
+from harvestman.store.sql_shared import POSTGRES_SQL as SQL
 
 _RETRIES = 5
 _WAITS = (0.05, 5.0)  # the first wait before reaching a lost database again, and the longest
@@ -128,7 +129,7 @@ class PostgresDb:
             if not tables:
                 raise FrontierError(f"no crawl in database {self.name}")
             raise FrontierError(f"{self.name} is a PostgreSQL database but not a harvestman crawl database")
-        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        row = conn.execute(SQL.schema_version).fetchone()
         version = int(row[0]) if row and str(row[0]).isdigit() else -1
         if version > SCHEMA_VERSION:
             raise FrontierError(
@@ -145,11 +146,11 @@ class PostgresDb:
 
     def _migrate(self, conn: psycopg.Connection[Any]) -> None:
         """Bring a database of an older schema up to SCHEMA_VERSION (inside _open's transaction)."""
-        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        row = conn.execute(SQL.schema_version).fetchone()
         version = int(row[0]) if row and str(row[0]).isdigit() else SCHEMA_VERSION
         for target in range(version + 1, SCHEMA_VERSION + 1):
             conn.execute(MIGRATIONS[target])
-            conn.execute("UPDATE meta SET value = %s WHERE key = 'schema_version'", (str(target),))
+            conn.execute(SQL.set_schema_version, (str(target),))
 
     def _tables(self, conn: psycopg.Connection[Any]) -> set[str]:
         rows = conn.execute(
@@ -323,9 +324,7 @@ class PostgresDb:
         last = 0
         while True:
             # Keyset pages: no transaction stays open between yields.
-            rows = self._read(
-                f"SELECT u.id, {RECORD_COLS} FROM urls u JOIN hosts h ON h.id = u.host_id"
-                f" WHERE {where} u.id > %s ORDER BY u.id LIMIT 1000", (*args, last))
+            rows = self._read(SQL.records_page.format(cols=RECORD_COLS, where=where), (*args, last))
             if not rows:
                 return
             last = rows[-1][0]
@@ -336,9 +335,7 @@ class PostgresDb:
         """Stream every stored link, page by page in the order the pages were first known."""
         last = 0
         while True:
-            rows = self._read(  # keyset pages, as records()
-                "SELECT l.url_id, u.url, l.links FROM links l JOIN urls u ON u.id = l.url_id"
-                " WHERE l.url_id > %s ORDER BY l.url_id LIMIT 200", (last,))
+            rows = self._read(SQL.links_page, (last,))
             if not rows:
                 return
             last = rows[-1][0]
@@ -396,7 +393,7 @@ class PostgresDb:
 
     def set_inlinks(self, items: Iterable[tuple[str, int]]) -> int:
         """Replace every URL's inlink count (those not given get 0); returns how many were known."""
-        self._write(lambda conn: conn.execute("UPDATE urls SET inlinks = 0 WHERE inlinks <> 0"))
+        self._write(lambda conn: conn.execute(SQL.reset_inlinks))
         return self._update_batches(
             items,
             "UPDATE urls u SET inlinks = v.n FROM unnest(%s::text[], %s::int[]) AS v(url, n)"
@@ -444,7 +441,7 @@ class PostgresDb:
         """Replace the crawl's duplicates: each (url, kept url) becomes DUPLICATE of the kept one; URLs
         marked before and not given now are FETCHED again. Returns how many were marked."""
         def unmark(conn: psycopg.Connection[Any]) -> None:
-            n = conn.execute("UPDATE urls SET state = %s, duplicate_of = '' WHERE state = %s",
+            n = conn.execute(SQL.unmark_duplicates,
                              (int(UrlState.FETCHED), int(UrlState.DUPLICATE))).rowcount
             if n:
                 conn.execute("INSERT INTO tallies(what, n) VALUES (%s, %s), (%s, %s)",
@@ -489,11 +486,7 @@ class PostgresDb:
 
         def work(conn: psycopg.Connection[Any]) -> list[UrlRecord]:
             # Held rows carry lease_until, as SqliteBulk.generate's.
-            ids = [r[0] for r in conn.execute(
-                "SELECT id FROM (SELECT id, depth, score,"
-                f" ROW_NUMBER() OVER (PARTITION BY host_id ORDER BY {key}) AS n"
-                " FROM urls WHERE queued AND next_fetch_time <= %s AND lease_until <= %s) s"
-                f" WHERE n <= %s ORDER BY {key} LIMIT %s",
+            ids = [r[0] for r in conn.execute(SQL.generate.format(key=key),
                 (now, now, max_per_host or 1 << 62, max(limit, 0))).fetchall()]
             if not ids:
                 return []
@@ -533,45 +526,35 @@ class PostgresDb:
 
     def totals(self) -> CrawlTotals:
         """Responses, bytes on the wire, and the span of fetch times over all URLs (one scan, in SQL)."""
-        row = self._read(
-            "SELECT COUNT(*) FILTER (WHERE http_status > 0), COALESCE(SUM(wire_bytes), 0),"
-            " COALESCE(MIN(fetch_time) FILTER (WHERE http_status > 0), 0),"
-            " COALESCE(MAX(fetch_time) FILTER (WHERE http_status > 0), 0),"
-            " COALESCE(SUM(body_wire_bytes), 0), COALESCE(SUM(body_size), 0), COALESCE(SUM(saved_bytes), 0),"
-            " COUNT(*) FILTER (WHERE partial <> '') FROM urls"
-        )[0]
+        row = self._read(SQL.totals)[0]
         return CrawlTotals(int(row[0]), int(row[1]), float(row[2]), float(row[3]),
                            int(row[4]), int(row[5]), int(row[6]), int(row[7]))
 
     def error_counts(self) -> dict[str, int]:
         """Number of URLs per recorded error class."""
-        rows = self._read(
-            "SELECT error_class, COUNT(*) FROM urls WHERE error_class <> '' GROUP BY error_class")
+        rows = self._read(SQL.error_counts)
         return {str(k): int(v) for k, v in rows}
 
     def get(self, url: str) -> UrlRecord | None:
         """The row of `url`, or None when it is not known."""
-        rows = self._read(
-            f"SELECT {RECORD_COLS} FROM urls u JOIN hosts h ON h.id = u.host_id WHERE u.url = %s", (url,))
+        rows = self._read(SQL.get.format(cols=RECORD_COLS), (url,))
         return row_to_record(rows[0]) if rows else None
 
     def host_best(self, host: str) -> float | None:
         """The priority an ordered lease ranks `host` by (hosts.best; inf: nothing queued), or None
         when the host is not known."""
-        rows = self._read("SELECT best FROM hosts WHERE name = %s", (host,))
+        rows = self._read(SQL.host_best, (host,))
         return float(rows[0][0]) if rows else None
 
     def get_meta(self, key: str) -> str | None:
         """A stored run-metadata value (seeds, config, start time), or None."""
-        rows = self._read("SELECT value FROM meta WHERE key = %s", (key,))
+        rows = self._read(SQL.get_meta, (key,))
         return str(rows[0][0]) if rows else None
 
     def set_meta(self, key: str, value: str) -> None:
         """Store a run-metadata value."""
         self._write(lambda conn: conn.execute(
-            "INSERT INTO meta(key, value) VALUES (%s, %s)"
-            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (key, value)))
+            SQL.set_meta, (key, value)))
 
     def close(self) -> None:
         """Close the connection; idempotent. Leases still out expire as a dead process's would."""

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 from harvestman.model.records import UrlRecord, UrlState
 from harvestman.store.frontier import GENERATE_ORDERS, row_to_record, signed64
+from harvestman.store.sql_shared import SQLITE_SQL as SQL
 from harvestman.store.sqlite_file import BEST_OF_HOST, SqliteFile
 
 T = TypeVar("T")
@@ -58,7 +59,7 @@ class SqliteBulk(SqliteFile):
         """Replace every URL's inlink count (those not given get 0); returns how many were known."""
         known = 0
         with self._tx() as db:  # one transaction: a reader never sees half the counts
-            db.execute("UPDATE urls SET inlinks = 0 WHERE inlinks <> 0")
+            db.execute(SQL.reset_inlinks)
             for batch in _batches(items):
                 known += db.executemany("UPDATE urls SET inlinks = ? WHERE url = ?",
                                         [(n, u) for u, n in batch]).rowcount
@@ -69,7 +70,7 @@ class SqliteBulk(SqliteFile):
         marked before and not given now are FETCHED again. Returns how many were marked."""
         marked = 0
         with self._tx() as db:
-            db.execute("UPDATE urls SET state = ?, duplicate_of = '' WHERE state = ?",
+            db.execute(SQL.unmark_duplicates,
                        (int(UrlState.FETCHED), int(UrlState.DUPLICATE)))
             for batch in _batches(pairs):
                 marked += db.executemany(
@@ -88,8 +89,7 @@ class SqliteBulk(SqliteFile):
             # Keyset pages: no read transaction stays open between yields, so writers are never blocked.
             with self._reading():
                 rows = self._read().execute(
-                    f"SELECT u.id, {self._record_cols} FROM urls u JOIN hosts h ON h.id = u.host_id"
-                    f" WHERE {where} u.id > ? ORDER BY u.id LIMIT 1000", (*args, last)).fetchall()
+                    SQL.records_page.format(cols=self._record_cols, where=where), (*args, last)).fetchall()
             if not rows:
                 return
             last = rows[-1][0]
@@ -135,10 +135,7 @@ class SqliteBulk(SqliteFile):
             # Held rows carry lease_until: neither generate nor a crawl's lease takes them before it
             # passes; reporting a fetch (complete) clears it.
             ids = [r[0] for r in db.execute(
-                "SELECT id FROM (SELECT id, depth, score,"
-                f" ROW_NUMBER() OVER (PARTITION BY host_id ORDER BY {key}) AS n"
-                " FROM urls WHERE queued = 1 AND next_fetch_time <= ? AND lease_until <= ?)"
-                f" WHERE n <= ? ORDER BY {key} LIMIT ?",
+                SQL.generate.format(key=key),
                 (now, now, max_per_host or 1 << 62, max(limit, 0)),
             )]
             if not ids:

@@ -13,6 +13,8 @@ from typing import Self
 
 from harvestman.model.errors import FrontierError
 from harvestman.model.records import UrlState
+from harvestman.store.sql_shared import LEASE_EXPIRY_INDEX, META_TABLE
+from harvestman.store.sql_shared import SQLITE_SQL as SQL
 
 SCHEMA_VERSION = 7  # 2: urls.title; 3: queued URLs by priority (re-visits), the link graph;
 # 4: what batch jobs and schedules keep (simhash, duplicate_of, fetch_interval, inlinks, metadata);
@@ -74,8 +76,8 @@ _QUEUE_INDEX = "CREATE INDEX urls_queue ON urls(host_id, priority) WHERE queued 
 # One row a page, not one an edge: a page's links cost one insert on the crawl's hot path.
 _LINKS_TABLE = "CREATE TABLE links(url_id INTEGER PRIMARY KEY, links TEXT NOT NULL)"
 _SCHEMA = (
-    """
-CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    f"""
+{META_TABLE};
 CREATE TABLE hosts(
     id INTEGER PRIMARY KEY,
     name TEXT NOT NULL UNIQUE,
@@ -131,7 +133,7 @@ CREATE TABLE urls(
 );
 -- Leased rows only: a few thousand at most, so expiry and next-ready scans stay cheap.
 CREATE INDEX urls_leased ON urls(host_id, lease_until) WHERE lease_until > 0;
-CREATE INDEX urls_lease_expiry ON urls(lease_until) WHERE lease_until > 0;
+{LEASE_EXPIRY_INDEX};
 CREATE TABLE state_counts(state INTEGER PRIMARY KEY, n INTEGER NOT NULL);
 """
     + "".join(f"{s};\n" for s in (_QUEUE_INDEX, *_TRIGGERS, _LINKS_TABLE))
@@ -358,7 +360,7 @@ class SqliteFile:
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if "meta" not in tables or "urls" not in tables:
             raise FrontierError(f"{self.path} is an SQLite file but not a harvestman crawl database")
-        row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        row = db.execute(SQL.schema_version).fetchone()
         version = int(row[0]) if row and str(row[0]).isdigit() else -1
         if version > SCHEMA_VERSION:
             raise FrontierError(
@@ -379,11 +381,11 @@ class SqliteFile:
             db.execute("BEGIN IMMEDIATE")
             try:
                 # Read again under the write lock: another process may have migrated meanwhile.
-                current = int(db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
+                current = int(db.execute(SQL.schema_version).fetchone()[0])
                 if current < target:
                     for statement in _MIGRATIONS[target]:
                         db.execute(statement)
-                    db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(target),))
+                    db.execute(SQL.set_schema_version, (str(target),))
                 db.execute("COMMIT")
             except BaseException:
                 if db.in_transaction:

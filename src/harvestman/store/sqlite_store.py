@@ -25,6 +25,7 @@ from harvestman.model.records import (
 )
 from harvestman.store.frontier import HostStats, row_to_record, signed64
 from harvestman.store.linkcodec import decode_links, encode_links
+from harvestman.store.sql_shared import SQLITE_SQL as SQL
 from harvestman.store.sqlite_bulk import SqliteBulk
 from harvestman.store.sqlite_file import BEST_OF_HOST, ORDER_INDEX, ORDER_INDEX_SQL
 
@@ -42,33 +43,12 @@ _PUT_RECORD = (
     " fetch_interval, inlinks, metadata, body_wire_bytes, saved_bytes, partial, change, checked_by, topic,"
     " relevance) VALUES (" + ", ".join("?" * 34) + ")"
 )
-_WRITE_OUTCOME = """
-UPDATE urls SET state = :state, fetch_time = :fetch_time, next_fetch_time = :next_fetch_time,
-    http_status = :http_status, error_class = :error_class, error_message = :error_message,
-    signature = CASE WHEN :keep AND :signature = '' THEN signature ELSE :signature END,
-    etag = CASE WHEN :keep AND :etag = '' THEN etag ELSE :etag END,
-    last_modified = CASE WHEN :keep AND :last_modified = '' THEN last_modified ELSE :last_modified END,
-    content_type = CASE WHEN :keep AND :content_type = '' THEN content_type ELSE :content_type END,
-    title = CASE WHEN :keep AND :title = '' THEN title ELSE :title END,
-    body_size = CASE WHEN :keep AND :body_size = 0 THEN body_size ELSE :body_size END,
-    wire_bytes = :wire_bytes, final_url = :final_url,
-    retries = retries + :retried, lease_until = 0, queued = :queued,
-    fetch_interval = CASE WHEN :fetch_interval > 0 THEN :fetch_interval ELSE fetch_interval END,
-    simhash = CASE WHEN :simhash <> 0 THEN :simhash
-              WHEN :keep OR :signature = signature THEN simhash ELSE 0 END,
-    body_wire_bytes = :body_wire_bytes,
-    saved_bytes = CASE WHEN :keep AND :saved_bytes = 0 THEN MAX(wire_bytes + saved_bytes - :wire_bytes, 0)
-                  ELSE :saved_bytes END,
-    partial = :partial,
-    change = :change, checked_by = :checked_by, topic = :topic, relevance = :relevance
-WHERE id = :id
-"""
 
 
 def _numbered(sql: str) -> tuple[str, Callable[[dict[str, Any]], tuple[Any, ...]]]:
     """`sql` with its `:name` parameters numbered (?1, ?2, ...), and what takes their values, in
     that order, from a dict of them: sqlite3 binds a dict by making a str of every parameter's name
-    and looking it up, a tuple by position. _WRITE_OUTCOME's 27 parameters: 8.5 -> 3.8 µs a row
+    and looking it up, a tuple by position. write_outcome's 27 parameters: 8.5 -> 3.8 µs a row
     alone; SqliteStore.complete of 35 pages a call, 34.9 -> 31.9 µs a page (medians of 5 runs)."""
     names: list[str] = []
 
@@ -82,7 +62,7 @@ def _numbered(sql: str) -> tuple[str, Callable[[dict[str, Any]], tuple[Any, ...]
     return numbered, lambda values: tuple(pick(values))
 
 
-_WRITE_OUTCOME_NUMBERED, _outcome_values = _numbered(_WRITE_OUTCOME)
+_WRITE_OUTCOME_NUMBERED, _outcome_values = _numbered(SQL.write_outcome)
 
 
 class SqliteStore(SqliteBulk):
@@ -402,13 +382,13 @@ class SqliteStore(SqliteBulk):
     def set_host_delay(self, host: str, delay: float) -> None:
         """Set the seconds between two requests to `host` (robots.txt Crawl-delay)."""
         with self._tx() as db:
-            db.execute("UPDATE hosts SET delay = ? WHERE id = ?", (delay, self._host_id(host)))
+            db.execute(SQL.set_host_delay, (delay, self._host_id(host)))
 
     def pause_host(self, host: str, until: float, reason: str) -> None:
         """Lease nothing from `host` before `until`; a pause is only ever extended, never shortened."""
         with self._tx() as db:
             db.execute(
-                "UPDATE hosts SET paused_until = MAX(paused_until, ?), pause_reason = ? WHERE id = ?",
+                SQL.pause_host,
                 (until, reason, self._host_id(host)),
             )
 
@@ -425,18 +405,14 @@ class SqliteStore(SqliteBulk):
     def host_success(self, host: str) -> None:
         """Reset the consecutive-failure count of `host`."""
         with self._tx() as db:
-            db.execute("UPDATE hosts SET failures = 0 WHERE name = ? AND failures <> 0", (host,))
+            db.execute(SQL.host_success, (host,))
 
     def release_leases(self) -> int:
         """Hand back every lease (a crawl resumed by its only process); returns how many there were."""
         with self._tx() as db:
-            db.execute(
-                "UPDATE hosts SET best = MIN(hosts.best, r.best) FROM (SELECT host_id,"
-                " MIN(priority) AS best FROM urls WHERE lease_until > 0 AND queued = 1 GROUP BY host_id) r"
-                " WHERE hosts.id = r.host_id"
-            )
-            n = db.execute("UPDATE urls SET lease_until = 0 WHERE lease_until > 0").rowcount
-            db.execute("UPDATE hosts SET in_flight = 0, wake_at = 0 WHERE in_flight <> 0 OR wake_at <> 0")
+            db.execute(SQL.release_best)
+            n = db.execute(SQL.release_urls).rowcount
+            db.execute(SQL.release_hosts)
             return n
 
     # -- status and export ------------------------------------------------------------------------------
@@ -457,17 +433,14 @@ class SqliteStore(SqliteBulk):
         with self._reading():
             return int(
                 self._read()
-                .execute(
-                    "SELECT COUNT(*) FROM urls WHERE queued = 1 AND next_fetch_time <= ? AND lease_until = 0",
-                    (now,),
-                )
+                .execute(SQL.due_count, (now,))
                 .fetchone()[0]
             )
 
     def in_flight(self) -> int:
         """Number of URLs currently leased."""
         with self._reading():
-            return int(self._read().execute("SELECT COUNT(*) FROM urls WHERE lease_until > 0").fetchone()[0])
+            return int(self._read().execute(SQL.in_flight).fetchone()[0])
 
     def next_ready_time(self, *, everywhere: bool = False) -> float | None:
         """Earliest time a lease may succeed (never later than the truth), or None when nothing is queued.
@@ -500,11 +473,7 @@ class SqliteStore(SqliteBulk):
             with self._reading():  # keyset pages, as records(): no read transaction held between yields
                 rows = (
                     self._read()
-                    .execute(
-                        "SELECT l.url_id, u.url, l.links FROM links l JOIN urls u ON u.id = l.url_id"
-                        " WHERE l.url_id > ? ORDER BY l.url_id LIMIT 200",
-                        (last,),
-                    )
+                    .execute(SQL.links_page, (last,))
                     .fetchall()
                 )
             if not rows:
@@ -553,13 +522,7 @@ class SqliteStore(SqliteBulk):
     def totals(self) -> CrawlTotals:
         """Responses, bytes on the wire, and the span of fetch times over all URLs (one scan, in SQL)."""
         with self._reading():
-            row = self._read().execute(
-                "SELECT COUNT(*) FILTER (WHERE http_status > 0), COALESCE(SUM(wire_bytes), 0),"
-                " COALESCE(MIN(fetch_time) FILTER (WHERE http_status > 0), 0),"
-                " COALESCE(MAX(fetch_time) FILTER (WHERE http_status > 0), 0),"
-            " COALESCE(SUM(body_wire_bytes), 0), COALESCE(SUM(body_size), 0), COALESCE(SUM(saved_bytes), 0),"
-            " COUNT(*) FILTER (WHERE partial <> '') FROM urls"
-            ).fetchone()
+            row = self._read().execute(SQL.totals).fetchone()
         return CrawlTotals(int(row[0]), int(row[1]), float(row[2]), float(row[3]),
                            int(row[4]), int(row[5]), int(row[6]), int(row[7]))
 
@@ -568,9 +531,7 @@ class SqliteStore(SqliteBulk):
         with self._reading():
             rows = (
                 self._read()
-                .execute(
-                    "SELECT error_class, COUNT(*) FROM urls WHERE error_class <> '' GROUP BY error_class"
-                )
+                .execute(SQL.error_counts)
                 .fetchall()
             )
         return {str(k): int(v) for k, v in rows}
@@ -580,11 +541,7 @@ class SqliteStore(SqliteBulk):
         with self._reading():
             row = (
                 self._read()
-                .execute(
-                    f"SELECT {self._record_cols} FROM urls u JOIN hosts h ON h.id = u.host_id"
-                    " WHERE u.url = ?",
-                    (url,),
-                )
+                .execute(SQL.get.format(cols=self._record_cols), (url,))
                 .fetchone()
             )
         return None if row is None else row_to_record(row)
@@ -593,16 +550,16 @@ class SqliteStore(SqliteBulk):
         """The priority an ordered lease ranks `host` by (hosts.best; inf: nothing queued), or None
         when the host is not known."""
         with self._reading():
-            row = self._read().execute("SELECT best FROM hosts WHERE name = ?", (host,)).fetchone()
+            row = self._read().execute(SQL.host_best, (host,)).fetchone()
         return None if row is None else float(row[0])
 
     def get_meta(self, key: str) -> str | None:
         """A stored run-metadata value (seeds, config, start time), or None."""
         with self._reading():
-            row = self._read().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            row = self._read().execute(SQL.get_meta, (key,)).fetchone()
         return None if row is None else str(row[0])
 
     def set_meta(self, key: str, value: str) -> None:
         """Store a run-metadata value."""
         with self._tx() as db:
-            db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+            db.execute(SQL.set_meta, (key, value))

@@ -1,0 +1,145 @@
+"""The SQL both stores run, written once and rendered for each backend's dialect (SQLite, PostgreSQL).
+
+A statement here is written in the words both databases take (`ON CONFLICT ... DO UPDATE`, `FILTER`,
+`UPDATE ... FROM`, `COALESCE`) and in a few spellings that `render` turns into each dialect's:
+`?` positional and `:name` named parameters, GREATEST/LEAST (SQLite's scalar MAX/MIN) and TRUE
+(SQLite's 1, so that its partial indexes on `queued = 1` still match). Each backend renders them
+once, at import: nothing is rendered on the lease or commit paths. `{cols}` stands for the backend's
+URL record columns (as read for a UrlRecord).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, fields
+
+
+@dataclass(frozen=True)
+class Dialect:
+    """How one database spells what the shared statements say."""
+
+    positional: str  # a `?` parameter
+    named: str  # a `:name` parameter, with {} for the name
+    greatest: str
+    least: str
+    true: str
+
+
+SQLITE = Dialect(positional="?", named=":{}", greatest="MAX(", least="MIN(", true="1")
+POSTGRES = Dialect(positional="%s", named="%({})s", greatest="GREATEST(", least="LEAST(", true="TRUE")
+
+_SPELLINGS = re.compile(r"(?<![\w:]):([A-Za-z_]\w*)|\?|\bGREATEST\(|\bLEAST\(|\bTRUE\b")
+
+
+def render(sql: str, dialect: Dialect) -> str:
+    """`sql`, written in the shared spellings, in `dialect`'s."""
+    def word(match: re.Match[str]) -> str:
+        text = match.group(0)
+        if match.group(1):
+            return dialect.named.format(match.group(1))
+        if text == "?":
+            return dialect.positional
+        return {"GREATEST(": dialect.greatest, "LEAST(": dialect.least, "TRUE": dialect.true}[text]
+
+    return _SPELLINGS.sub(word, sql)
+
+
+META_TABLE = "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+LEASE_EXPIRY_INDEX = "CREATE INDEX urls_lease_expiry ON urls(lease_until) WHERE lease_until > 0"
+
+
+@dataclass(frozen=True)
+class Statements:
+    """The statements both stores run, by what they are for; `Statements()` holds them in the shared
+    spellings, `for_dialect` in one database's."""
+
+    schema_version: str = "SELECT value FROM meta WHERE key = 'schema_version'"
+    set_schema_version: str = "UPDATE meta SET value = ? WHERE key = 'schema_version'"
+    get_meta: str = "SELECT value FROM meta WHERE key = ?"
+    set_meta: str = (
+        "INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+    )
+
+    # -- host controls
+    set_host_delay: str = "UPDATE hosts SET delay = ? WHERE id = ?"
+    pause_host: str = (
+        "UPDATE hosts SET paused_until = GREATEST(paused_until, ?), pause_reason = ? WHERE id = ?"
+    )
+    host_success: str = "UPDATE hosts SET failures = 0 WHERE name = ? AND failures <> 0"
+    host_best: str = "SELECT best FROM hosts WHERE name = ?"
+    # release_leases: the hosts' best priorities first (their leased URLs become leasable), then the
+    # leases, then the hosts' clocks.
+    release_best: str = (
+        "UPDATE hosts SET best = LEAST(hosts.best, r.best) FROM (SELECT host_id,"
+        " MIN(priority) AS best FROM urls WHERE lease_until > 0 AND queued = TRUE GROUP BY host_id) r"
+        " WHERE hosts.id = r.host_id"
+    )
+    release_urls: str = "UPDATE urls SET lease_until = 0 WHERE lease_until > 0"
+    release_hosts: str = "UPDATE hosts SET in_flight = 0, wake_at = 0 WHERE in_flight <> 0 OR wake_at <> 0"
+
+    # -- status and export
+    due_count: str = (
+        "SELECT COUNT(*) FROM urls WHERE queued = TRUE AND next_fetch_time <= ? AND lease_until = 0"
+    )
+    in_flight: str = "SELECT COUNT(*) FROM urls WHERE lease_until > 0"
+    totals: str = (
+        "SELECT COUNT(*) FILTER (WHERE http_status > 0), COALESCE(SUM(wire_bytes), 0),"
+        " COALESCE(MIN(fetch_time) FILTER (WHERE http_status > 0), 0),"
+        " COALESCE(MAX(fetch_time) FILTER (WHERE http_status > 0), 0),"
+        " COALESCE(SUM(body_wire_bytes), 0), COALESCE(SUM(body_size), 0), COALESCE(SUM(saved_bytes), 0),"
+        " COUNT(*) FILTER (WHERE partial <> '') FROM urls"
+    )
+    error_counts: str = "SELECT error_class, COUNT(*) FROM urls WHERE error_class <> '' GROUP BY error_class"
+    # Keyset pages (no transaction held between them), in the order the pages were first known.
+    links_page: str = (
+        "SELECT l.url_id, u.url, l.links FROM links l JOIN urls u ON u.id = l.url_id"
+        " WHERE l.url_id > ? ORDER BY l.url_id LIMIT 200"
+    )
+    get: str = "SELECT {cols} FROM urls u JOIN hosts h ON h.id = u.host_id WHERE u.url = ?"
+    # {where}: an SQL condition and AND, or ''.
+    records_page: str = (
+        "SELECT u.id, {cols} FROM urls u JOIN hosts h ON h.id = u.host_id"
+        " WHERE {where} u.id > ? ORDER BY u.id LIMIT 1000"
+    )
+
+    # -- bulk operations
+    reset_inlinks: str = "UPDATE urls SET inlinks = 0 WHERE inlinks <> 0"
+    unmark_duplicates: str = "UPDATE urls SET state = ?, duplicate_of = '' WHERE state = ?"
+    # generate's choice: {key} is a GENERATE_ORDERS value.
+    generate: str = (
+        "SELECT id FROM (SELECT id, depth, score,"
+        " ROW_NUMBER() OVER (PARTITION BY host_id ORDER BY {key}) AS n"
+        " FROM urls WHERE queued = TRUE AND next_fetch_time <= ? AND lease_until <= ?) s"
+        " WHERE n <= ? ORDER BY {key} LIMIT ?"
+    )
+
+    # -- reporting back: one fetch's outcome on its row
+    write_outcome: str = """
+UPDATE urls SET state = :state, fetch_time = :fetch_time, next_fetch_time = :next_fetch_time,
+    http_status = :http_status, error_class = :error_class, error_message = :error_message,
+    signature = CASE WHEN :keep AND :signature = '' THEN signature ELSE :signature END,
+    etag = CASE WHEN :keep AND :etag = '' THEN etag ELSE :etag END,
+    last_modified = CASE WHEN :keep AND :last_modified = '' THEN last_modified ELSE :last_modified END,
+    content_type = CASE WHEN :keep AND :content_type = '' THEN content_type ELSE :content_type END,
+    title = CASE WHEN :keep AND :title = '' THEN title ELSE :title END,
+    body_size = CASE WHEN :keep AND :body_size = 0 THEN body_size ELSE :body_size END,
+    wire_bytes = :wire_bytes, final_url = :final_url,
+    retries = retries + :retried, lease_until = 0, queued = :queued,
+    fetch_interval = CASE WHEN :fetch_interval > 0 THEN :fetch_interval ELSE fetch_interval END,
+    simhash = CASE WHEN :simhash <> 0 THEN :simhash
+              WHEN :keep OR :signature = signature THEN simhash ELSE 0 END,
+    body_wire_bytes = :body_wire_bytes,
+    saved_bytes = CASE WHEN :keep AND :saved_bytes = 0
+                  THEN GREATEST(wire_bytes + saved_bytes - :wire_bytes, 0) ELSE :saved_bytes END,
+    partial = :partial,
+    change = :change, checked_by = :checked_by, topic = :topic, relevance = :relevance
+WHERE id = :id
+"""
+
+    def for_dialect(self, dialect: Dialect) -> Statements:
+        """These statements in `dialect`'s spellings."""
+        return Statements(**{f.name: render(getattr(self, f.name), dialect) for f in fields(self)})
+
+
+SQLITE_SQL = Statements().for_dialect(SQLITE)
+POSTGRES_SQL = Statements().for_dialect(POSTGRES)

@@ -1,0 +1,84 @@
+"""No SQL statement is written in both backends' modules in the same words (issue 35): a statement
+both run is written once (store/sql_shared.py) and rendered for each dialect."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+STORE = Path(__file__).resolve().parents[1] / "src" / "harvestman" / "store"
+SQLITE = ("sqlite_store.py", "sqlite_file.py", "sqlite_bulk.py")
+POSTGRES = ("postgres.py", "postgres_db.py", "postgres_sql.py")
+_VERBS = ("select ", "insert ", "update ", "delete ", "with ", "create ", "alter ")
+
+# Statements still written on both sides (normalized, as _normalize makes them): to shrink to nothing.
+ALLOWED: frozenset[str] = frozenset({"update hosts set best=", "update hosts set best={}"})
+
+# Dialect spellings made alike: (pattern, what both sides' spelling becomes).
+_ALIKE = (
+    (r"%\(\w+\)s|%s|\?\d*|:[a-z_]\w*", "?"),  # placeholders
+    (r"::[a-z0-9_]+(\[\])?", ""),  # PostgreSQL casts
+    (r"\binsert or (ignore|replace) into\b", "insert into"),
+    (r"\bon conflict\b.*$", ""),  # upserts: what follows is the dialect's way of saying the same
+    (r"\bgreatest\(", "max("),
+    (r"\bleast\(", "min("),
+    (r"\b(\w+) = 1\b", r"\1"),  # SQLite's booleans
+    (r"\btrue\b", "1"),
+    (r"\bfalse\b", "0"),
+    (r"\s+", " "),
+    (r"\s*([(),=<>])\s*", r"\1"),
+)
+
+
+def _normalize(sql: str) -> str:
+    text = sql.strip().lower()
+    for pattern, repl in _ALIKE:
+        text = re.sub(pattern, repl, text)
+    return text.strip()
+
+
+def _literals(node: ast.AST) -> list[str]:
+    """The string literals under `node` but docstrings; an f-string's text with each {...} as {}."""
+    docs = {id(s.value) for s in ast.walk(node)
+            if isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant)}
+    out: list[str] = []
+    for sub in ast.walk(node):
+        if id(sub) in docs:
+            continue
+        if isinstance(sub, ast.Constant) and isinstance(sub.value, str):
+            out.append(sub.value)
+        elif isinstance(sub, ast.JoinedStr):
+            out.append("".join(v.value if isinstance(v, ast.Constant) else "{}" for v in sub.values))
+    return out
+
+
+def statements(modules: tuple[str, ...]) -> dict[str, str]:
+    """normalized statement -> where it is written, over the SQL string literals of `modules`."""
+    found: dict[str, str] = {}
+    for name in modules:
+        tree = ast.parse((STORE / name).read_text(encoding="utf-8"))
+        for text in _literals(tree):
+            for part in text.split(";"):
+                norm = _normalize(part)
+                if norm.startswith(_VERBS):
+                    found.setdefault(norm, name)
+    return found
+
+
+def duplicated() -> dict[str, tuple[str, str]]:
+    sqlite, postgres = statements(SQLITE), statements(POSTGRES)
+    return {s: (sqlite[s], postgres[s]) for s in sqlite.keys() & postgres.keys()}
+
+
+def test_the_extraction_sees_both_backends() -> None:
+    # Guards the check below against passing because it read nothing.
+    assert len(statements(SQLITE)) > 30 and len(statements(POSTGRES)) > 30
+
+
+def test_no_statement_is_written_in_both_backends() -> None:
+    both = duplicated()
+    new = {s: where for s, where in both.items() if s not in ALLOWED}
+    assert not new, "\n".join(f"{a} and {b}: {s}" for s, (a, b) in sorted(new.items()))
+    stale = ALLOWED - both.keys()
+    assert not stale, f"no longer duplicated, drop from ALLOWED: {sorted(stale)}"
