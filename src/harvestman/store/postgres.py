@@ -178,8 +178,7 @@ class PostgresStore(PostgresDb):
             (FAR_FUTURE, host_ids, now),
         )
         if self.ordered:  # what is queued but not due yet: a retry, a re-visit
-            conn.execute(f"UPDATE hosts SET best = {BEST_OF_HOST.format(host='hosts.id')}"
-                         " WHERE id = ANY(%s::int[])", (host_ids,))
+            conn.execute(SQL.best_all + " WHERE id = ANY(%s::int[])", (host_ids,))
 
     def _reclaim_expired(self, conn: psycopg.Connection[Any], now: float) -> None:
         """Take back leases whose process never reported (it died): the URLs become leasable again.

@@ -29,7 +29,7 @@ except ImportError:
         "a postgresql:// crawl database needs psycopg: pip install '.[postgres]' (in harvestman's folder)"
     ) from None
 
-from harvestman.store.postgres_sql import BEST_OF_HOST, MIGRATIONS, RECORD_COLS, SCHEMA, SCHEMA_VERSION
+from harvestman.store.postgres_sql import MIGRATIONS, RECORD_COLS, SCHEMA, SCHEMA_VERSION
 from harvestman.store.sql_shared import POSTGRES_SQL as SQL
 
 _RETRIES = 5
@@ -369,8 +369,7 @@ class PostgresDb:
             lambda b: ([x[0] for x in b], [float(x[1]) for x in b], [float(x[2]) for x in b]))
         # Every host's best priority anew (hosts in id order, as every lock is taken).
         self._write(lambda conn: conn.execute(
-            f"UPDATE hosts SET best = {BEST_OF_HOST.format(host='hosts.id')} WHERE id IN"
-            " (SELECT id FROM hosts ORDER BY id FOR UPDATE)"))
+            SQL.best_all + " WHERE id IN (SELECT id FROM hosts ORDER BY id FOR UPDATE)"))
         return known
 
     def add_scores(self, items: Iterable[tuple[str, float]]) -> int:

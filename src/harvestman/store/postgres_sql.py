@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from harvestman.store.sql_shared import LEASE_EXPIRY_INDEX, META_TABLE
+from harvestman.store.sql_shared import BEST_OF_HOST as SHARED_BEST_OF_HOST
+from harvestman.store.sql_shared import LEASE_EXPIRY_INDEX, META_TABLE, POSTGRES, render
+from harvestman.store.sql_shared import POSTGRES_SQL as SQL
 
 SCHEMA_VERSION = 5  # 2: simhash, duplicate_of, fetch_interval, inlinks, metadata (as SQLite's 4);
 # 3: body_wire_bytes, saved_bytes, partial, change, checked_by (as SQLite's 5); 4: topic, relevance (6);
@@ -10,12 +12,7 @@ SCHEMA_VERSION = 5  # 2: simhash, duplicate_of, fetch_interval, inlinks, metadat
 FAR_FUTURE = 1e18  # "never": a host with no leasable URL and no lease to wait for
 PARKED = 1e17  # wake_at at or above this: parked for good, out of the hosts_ready index
 
-# A host's best priority, as SQLite's (store/sqlite_file.BEST_OF_HOST): never above the lowest
-# priority of its queued URLs not leased, exactly that after an ordered lease took from the host.
-BEST_OF_HOST = (
-    "COALESCE((SELECT priority FROM urls WHERE host_id = {host} AND queued AND lease_until = 0"
-    " ORDER BY priority, id LIMIT 1), 'Infinity')"
-)
+BEST_OF_HOST = render(SHARED_BEST_OF_HOST, POSTGRES)  # see sql_shared.BEST_OF_HOST
 _BEST_INDEX = f"CREATE INDEX IF NOT EXISTS hosts_best ON hosts(best, ready_at, id) WHERE wake_at < {PARKED}"
 
 # Text columns COLLATE "C": byte order, as SQLite's, and the cheapest comparison for the URL index.
@@ -34,7 +31,7 @@ MIGRATIONS: dict[int, str] = {
     4: "ALTER TABLE urls ADD COLUMN IF NOT EXISTS topic TEXT NOT NULL DEFAULT '',"
        " ADD COLUMN IF NOT EXISTS relevance DOUBLE PRECISION NOT NULL DEFAULT 0",
     5: "ALTER TABLE hosts ADD COLUMN IF NOT EXISTS best DOUBLE PRECISION NOT NULL DEFAULT 'Infinity';"
-       f" UPDATE hosts SET best = {BEST_OF_HOST.format(host='hosts.id')}; {_BEST_INDEX}",
+       f" {SQL.best_all}; {_BEST_INDEX}",
 }
 
 SCHEMA = f"""

@@ -2,10 +2,10 @@
 
 A statement here is written in the words both databases take (`ON CONFLICT ... DO UPDATE`, `FILTER`,
 `UPDATE ... FROM`, `COALESCE`) and in a few spellings that `render` turns into each dialect's:
-`?` positional and `:name` named parameters, GREATEST/LEAST (SQLite's scalar MAX/MIN) and TRUE
-(SQLite's 1, so that its partial indexes on `queued = 1` still match). Each backend renders them
-once, at import: nothing is rendered on the lease or commit paths. `{cols}` stands for the backend's
-URL record columns (as read for a UrlRecord).
+`?` positional and `:name` named parameters, GREATEST/LEAST (SQLite's scalar MAX/MIN), TRUE
+(SQLite's 1, so that its partial indexes on `queued = 1` still match) and INFINITY (a float's +inf).
+Each backend renders them once, at import: nothing is rendered on the lease or commit paths.
+`{cols}` stands for the backend's URL record columns (as read for a UrlRecord).
 """
 
 from __future__ import annotations
@@ -23,12 +23,15 @@ class Dialect:
     greatest: str
     least: str
     true: str
+    infinity: str
 
 
-SQLITE = Dialect(positional="?", named=":{}", greatest="MAX(", least="MIN(", true="1")
-POSTGRES = Dialect(positional="%s", named="%({})s", greatest="GREATEST(", least="LEAST(", true="TRUE")
+SQLITE = Dialect(positional="?", named=":{}", greatest="MAX(", least="MIN(", true="1", infinity="9e999")
+POSTGRES = Dialect(
+    positional="%s", named="%({})s", greatest="GREATEST(", least="LEAST(", true="TRUE", infinity="'Infinity'"
+)
 
-_SPELLINGS = re.compile(r"(?<![\w:]):([A-Za-z_]\w*)|\?|\bGREATEST\(|\bLEAST\(|\bTRUE\b")
+_SPELLINGS = re.compile(r"(?<![\w:]):([A-Za-z_]\w*)|\?|\bGREATEST\(|\bLEAST\(|\bTRUE\b|\bINFINITY\b")
 
 
 def render(sql: str, dialect: Dialect) -> str:
@@ -39,11 +42,20 @@ def render(sql: str, dialect: Dialect) -> str:
             return dialect.named.format(match.group(1))
         if text == "?":
             return dialect.positional
-        return {"GREATEST(": dialect.greatest, "LEAST(": dialect.least, "TRUE": dialect.true}[text]
+        return {"GREATEST(": dialect.greatest, "LEAST(": dialect.least, "TRUE": dialect.true,
+                "INFINITY": dialect.infinity}[text]
 
     return _SPELLINGS.sub(word, sql)
 
 
+# A host's best priority: never above the lowest priority of its queued URLs not leased (a new,
+# re-queued or freed URL lowers it at once), and set to exactly that when an ordered lease takes
+# from the host (INFINITY: none). A lease ordered globally takes the ready hosts by it. {host}: the
+# host's id (an expression).
+BEST_OF_HOST = (
+    "COALESCE((SELECT priority FROM urls WHERE host_id = {host} AND queued = TRUE AND lease_until = 0"
+    " ORDER BY priority LIMIT 1), INFINITY)"
+)
 META_TABLE = "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 LEASE_EXPIRY_INDEX = "CREATE INDEX urls_lease_expiry ON urls(lease_until) WHERE lease_until > 0"
 
@@ -67,6 +79,8 @@ class Statements:
     )
     host_success: str = "UPDATE hosts SET failures = 0 WHERE name = ? AND failures <> 0"
     host_best: str = "SELECT best FROM hosts WHERE name = ?"
+    # Every host's best priority anew: one index probe a host (a backend may add a WHERE).
+    best_all: str = "UPDATE hosts SET best = " + BEST_OF_HOST.format(host="hosts.id")
     # release_leases: the hosts' best priorities first (their leased URLs become leasable), then the
     # leases, then the hosts' clocks.
     release_best: str = (

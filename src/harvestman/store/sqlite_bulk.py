@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 from harvestman.model.records import UrlRecord, UrlState
 from harvestman.store.frontier import GENERATE_ORDERS, row_to_record, signed64
 from harvestman.store.sql_shared import SQLITE_SQL as SQL
-from harvestman.store.sqlite_file import BEST_OF_HOST, SqliteFile
+from harvestman.store.sqlite_file import SqliteFile
 
 T = TypeVar("T")
 _BATCH = 10_000  # rows an executemany, so that a job over 10^6 URLs never holds them all
@@ -34,7 +34,7 @@ class SqliteBulk(SqliteFile):
                 known += db.executemany("UPDATE urls SET score = ?, priority = ? WHERE url = ?",
                                         [(s, p, u) for u, s, p in batch]).rowcount
         with self._tx() as db:  # every host's best priority anew: one index probe a host
-            db.execute(f"UPDATE hosts SET best = {BEST_OF_HOST.format(host='hosts.id')}")
+            db.execute(SQL.best_all)
         return known
 
     def add_scores(self, items: Iterable[tuple[str, float]]) -> int:

@@ -13,7 +13,8 @@ from typing import Self
 
 from harvestman.model.errors import FrontierError
 from harvestman.model.records import UrlState
-from harvestman.store.sql_shared import LEASE_EXPIRY_INDEX, META_TABLE
+from harvestman.store.sql_shared import BEST_OF_HOST as SHARED_BEST_OF_HOST
+from harvestman.store.sql_shared import LEASE_EXPIRY_INDEX, META_TABLE, SQLITE, render
 from harvestman.store.sql_shared import SQLITE_SQL as SQL
 
 SCHEMA_VERSION = 7  # 2: urls.title; 3: queued URLs by priority (re-visits), the link graph;
@@ -56,14 +57,7 @@ END""",
     UPDATE hosts SET pending = pending + new.queued - old.queued WHERE id = new.host_id;
 END""",
 )
-# A host's best priority: never above the lowest priority of its queued URLs not leased (a new,
-# re-queued or freed URL lowers it at once), and set to exactly that when an ordered lease takes
-# from the host ("inf": none). A lease ordered globally takes the ready hosts by it (sqlite_store).
-NO_PRIORITY = "9e999"  # SQLite's literal for +inf
-BEST_OF_HOST = (
-    "COALESCE((SELECT priority FROM urls WHERE host_id = {host} AND queued = 1 AND lease_until = 0"
-    f" ORDER BY priority LIMIT 1), {NO_PRIORITY})"
-)
+BEST_OF_HOST = render(SHARED_BEST_OF_HOST, SQLITE)  # see sql_shared.BEST_OF_HOST
 # The ordered lease's index, made by a store opened ordered and dropped by one opened unordered
 # (sqlite_store): its entries move at every lease and outcome (ready_at), which a bfs crawl, whose
 # lease never reads it, should not pay for. On best alone, ties sorted apart by ready_at, the lease
@@ -180,8 +174,8 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
     6: tuple(f"ALTER TABLE urls ADD COLUMN {column}" for column in _V6_COLUMNS),
     # One pass over the hosts, each an index probe into its queue.
     7: (
-        f"ALTER TABLE hosts ADD COLUMN best REAL NOT NULL DEFAULT {NO_PRIORITY}",
-        f"UPDATE hosts SET best = {BEST_OF_HOST.format(host='hosts.id')}",
+        f"ALTER TABLE hosts ADD COLUMN best REAL NOT NULL DEFAULT {SQLITE.infinity}",
+        SQL.best_all,
         "DROP TRIGGER urls_ins",
         "DROP TRIGGER urls_queued",
         _TRIGGERS[0],
