@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harvestman.store.sql_shared import BEST_OF_HOST as SHARED_BEST_OF_HOST
-from harvestman.store.sql_shared import LEASE_EXPIRY_INDEX, META_TABLE, POSTGRES, render
+from harvestman.store.sql_shared import LEASE_EXPIRY_INDEX, META_TABLE, POSTGRES, record_columns, render
 from harvestman.store.sql_shared import POSTGRES_SQL as SQL
 
 SCHEMA_VERSION = 5  # 2: simhash, duplicate_of, fetch_interval, inlinks, metadata (as SQLite's 4);
@@ -174,14 +174,7 @@ ORDER BY {{h}}, l.priority, l.id
 LEASE = _LEASE.format(hosts="ready_at, id", h="h.ready_at, h.id")
 LEASE_ORDERED = _LEASE.format(hosts="best, ready_at, id", h="h.best, h.ready_at, h.id")
 
-RECORD_COLS = (
-    "u.url, h.name, u.state, u.depth, u.retries, u.score, u.parent, u.fetch_time, u.next_fetch_time,"
-    " u.http_status, u.error_class, u.error_message, u.signature, u.etag, u.last_modified,"
-    " u.content_type, u.body_size, u.wire_bytes,"
-    " CASE WHEN u.final_url <> '' THEN u.final_url WHEN u.http_status > 0 THEN u.url ELSE '' END, u.title,"
-    " u.simhash, u.duplicate_of, u.fetch_interval, u.inlinks, u.metadata,"
-    " u.body_wire_bytes, u.saved_bytes, u.partial, u.change, u.checked_by, u.topic, u.relevance"
-)
+RECORD_COLS = record_columns()
 
 # A host's clocks after some of its URLs were reported: leases freed, the next request `delay` after
 # now, and woken as soon as a freed slot, a retry's or a re-visit's time allows (a NULL wake leaves

@@ -11,7 +11,11 @@ Each backend renders them once, at import: nothing is rendered on the lease or c
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, fields
+from collections.abc import Collection
+from dataclasses import astuple, dataclass, fields
+
+from harvestman.model.records import UrlRecord
+from harvestman.store.frontier import signed64
 
 
 @dataclass(frozen=True)
@@ -56,6 +60,36 @@ BEST_OF_HOST = (
     "COALESCE((SELECT priority FROM urls WHERE host_id = {host} AND queued = TRUE AND lease_until = 0"
     " ORDER BY priority LIMIT 1), INFINITY)"
 )
+# A URL row's columns are UrlRecord's fields, in its order (a urls column of the same name each), read
+# from `urls u JOIN hosts h` as they are stored but for these:
+_READ_AS = {
+    "host": "h.name",
+    # final_url is stored only when it differs from the URL (most rows would hold their URL twice).
+    "final_url": "CASE WHEN u.final_url <> '' THEN u.final_url WHEN u.http_status > 0 THEN u.url ELSE '' END",
+}
+RECORD_FIELDS = tuple(f.name for f in fields(UrlRecord))
+
+
+def record_columns(missing: Collection[str] = ()) -> str:
+    """The select list of a UrlRecord (see frontier.row_to_record); a column in `missing` (a database
+    of an older schema, opened read-only) is read as its type's zero."""
+    return ", ".join(
+        ("''" if f.type == "str" else "0") if f.name in missing else _READ_AS.get(f.name, f"u.{f.name}")
+        for f in fields(UrlRecord)
+    )
+
+
+def record_values(record: UrlRecord, host_id: int) -> tuple[object, ...]:
+    """The stored values of `record`'s columns (RECORD_FIELDS, host as its id): as row_to_record's
+    reverse."""
+    values = list(astuple(record))
+    values[1] = host_id
+    values[2] = int(record.state)
+    values[RECORD_FIELDS.index("final_url")] = "" if record.final_url == record.url else record.final_url
+    values[RECORD_FIELDS.index("simhash")] = signed64(record.simhash)
+    return tuple(values)
+
+
 META_TABLE = "CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 LEASE_EXPIRY_INDEX = "CREATE INDEX urls_lease_expiry ON urls(lease_until) WHERE lease_until > 0"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from harvestman.model.records import UrlState
 from harvestman.store.sql_shared import BEST_OF_HOST as SHARED_BEST_OF_HOST
 from harvestman.store.sql_shared import LEASE_EXPIRY_INDEX, META_TABLE, SQLITE, render
 from harvestman.store.sql_shared import SQLITE_SQL as SQL
+from harvestman.store.sql_shared import record_columns as shared_record_columns
 
 SCHEMA_VERSION = 7  # 2: urls.title; 3: queued URLs by priority (re-visits), the link graph;
 # 4: what batch jobs and schedules keep (simhash, duplicate_of, fetch_interval, inlinks, metadata);
@@ -185,20 +187,11 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
 
 
 def record_columns(version: int) -> str:
-    """The UrlRecord columns; a file of an older schema, open read-only, gets its defaults."""
-    # final_url is stored only when it differs from the URL (most rows would hold their URL twice).
-    return (
-        "u.url, h.name, u.state, u.depth, u.retries, u.score, u.parent, u.fetch_time, u.next_fetch_time,"
-        " u.http_status, u.error_class, u.error_message, u.signature, u.etag, u.last_modified,"
-        " u.content_type, u.body_size, u.wire_bytes,"
-        " CASE WHEN u.final_url <> '' THEN u.final_url WHEN u.http_status > 0 THEN u.url ELSE '' END,"
-        + (" u.title" if version >= 2 else " ''")
-        + (", u.simhash, u.duplicate_of, u.fetch_interval, u.inlinks, u.metadata" if version >= 4
-           else ", 0, '', 0, 0, ''")
-        + (", u.body_wire_bytes, u.saved_bytes, u.partial, u.change, u.checked_by" if version >= 5
-           else ", 0, 0, '', '', ''")
-        + (", u.topic, u.relevance" if version >= 6 else ", '', 0")
-    )
+    """The UrlRecord columns; a file of an older schema, open read-only, gets its defaults for the
+    columns added since (by _MIGRATIONS)."""
+    added = (re.findall(r"ADD COLUMN (\w+)", sql) for v in range(version + 1, SCHEMA_VERSION + 1)
+             for sql in _MIGRATIONS[v])
+    return shared_record_columns({name for names in added for name in names})
 
 
 class SqliteFile:

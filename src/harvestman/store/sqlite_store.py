@@ -25,6 +25,7 @@ from harvestman.model.records import (
 )
 from harvestman.store.frontier import HostStats, row_to_record, signed64
 from harvestman.store.linkcodec import decode_links, encode_links
+from harvestman.store.sql_shared import RECORD_FIELDS, record_values
 from harvestman.store.sql_shared import SQLITE_SQL as SQL
 from harvestman.store.sqlite_bulk import SqliteBulk
 from harvestman.store.sqlite_file import BEST_OF_HOST, ORDER_INDEX, ORDER_INDEX_SQL
@@ -36,12 +37,10 @@ _UNKNOWN_URLS = "SELECT value FROM json_each(?) WHERE value NOT IN (SELECT url F
 _INSERT_URL = (
     "INSERT OR IGNORE INTO urls(url, host_id, depth, score, parent, priority) VALUES (?, ?, ?, ?, ?, ?)"
 )
+# A whole row (put_records): the record's columns, then its priority (its depth) and whether queued.
 _PUT_RECORD = (
-    "INSERT OR IGNORE INTO urls(url, host_id, state, depth, retries, score, parent, fetch_time,"
-    " next_fetch_time, http_status, error_class, error_message, signature, etag, last_modified,"
-    " content_type, body_size, wire_bytes, final_url, title, priority, queued, simhash, duplicate_of,"
-    " fetch_interval, inlinks, metadata, body_wire_bytes, saved_bytes, partial, change, checked_by, topic,"
-    " relevance) VALUES (" + ", ".join("?" * 34) + ")"
+    "INSERT OR IGNORE INTO urls(" + ", ".join(("host_id" if f == "host" else f) for f in RECORD_FIELDS)
+    + ", priority, queued) VALUES (" + ", ".join("?" * (len(RECORD_FIELDS) + 2)) + ")"
 )
 
 
@@ -184,14 +183,7 @@ class SqliteStore(SqliteBulk):
             return 0
         with self._tx() as db:
             ids = self._host_ids({r.host for r in records})
-            rows = [(r.url, ids[r.host], int(r.state), r.depth, r.retries, r.score, r.parent, r.fetch_time,
-                     r.next_fetch_time, r.http_status, r.error_class, r.error_message, r.signature, r.etag,
-                     r.last_modified, r.content_type, r.body_size, r.wire_bytes,
-                     "" if r.final_url == r.url else r.final_url, r.title, float(r.depth), int(queued),
-                     signed64(r.simhash), r.duplicate_of, r.fetch_interval, r.inlinks, r.metadata,
-                     r.body_wire_bytes, r.saved_bytes, r.partial, r.change, r.checked_by, r.topic,
-                     r.relevance)
-                    for r in records]
+            rows = [(*record_values(r, ids[r.host]), float(r.depth), int(queued)) for r in records]
             return db.executemany(_PUT_RECORD, rows).rowcount
 
     def lease(self, limit: int, now: float) -> list[LeasedUrl]:
