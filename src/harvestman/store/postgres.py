@@ -373,16 +373,6 @@ class PostgresStore(PostgresDb):
         """Number of queued URLs, due or not, leased or not: the work the crawl has left."""
         return self._tallies().get(QUEUED, 0)
 
-    def due_count(self, now: float) -> int:
-        """Number of queued URLs that are due and not leased."""
-        return int(self._read(
-            SQL.due_count, (now,)
-        )[0][0])
-
-    def in_flight(self) -> int:
-        """Number of URLs currently leased (by any process)."""
-        return int(self._read(SQL.in_flight)[0][0])
-
     def next_ready_time(self, *, everywhere: bool = False) -> float | None:
         """Earliest time a lease may succeed (never later than the truth), or None when nothing is pending.
 

@@ -9,16 +9,15 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import islice
 from typing import Any, TypeVar, cast
 
 from harvestman.model.config import DB_OUTAGE_LIMIT
 from harvestman.model.errors import ConfigError, DatabaseUnavailable, FrontierError
-from harvestman.model.records import CrawlTotals, HostTotals, LinkEdge, UrlRecord, UrlState
+from harvestman.model.records import HostTotals, UrlRecord, UrlState
 from harvestman.net.urls import without_password
 from harvestman.store.frontier import GENERATE_ORDERS, HostStats, row_to_record, signed64
-from harvestman.store.linkcodec import decode_links
 
 try:
     import psycopg
@@ -30,6 +29,8 @@ except ImportError:
     ) from None
 
 from harvestman.store.postgres_sql import MIGRATIONS, RECORD_COLS, SCHEMA, SCHEMA_VERSION
+from harvestman.store.sql_reads import SqlReads
+from harvestman.store.sql_shared import POSTGRES
 from harvestman.store.sql_shared import POSTGRES_SQL as SQL
 
 _RETRIES = 5
@@ -67,7 +68,7 @@ def connection_lost(exc: psycopg.Error, conn: psycopg.Connection[Any] | None) ->
 log = logging.getLogger(__name__)
 
 
-class PostgresDb:
+class PostgresDb(SqlReads):
     """One crawl's PostgreSQL database, over one connection shared by the caller's threads.
 
     The schema is created by the first process to open an empty database (under an advisory lock,
@@ -77,6 +78,10 @@ class PostgresDb:
     work done again, with back-off, for up to `outage_limit` seconds (see _retrying); a write whose
     COMMIT got no answer is asked about (txid_status) rather than done twice.
     """
+
+    _dialect = POSTGRES
+    _sql = SQL
+    _record_cols = RECORD_COLS
 
     def __init__(self, url: str, *, read_only: bool = False, outage_limit: float = DB_OUTAGE_LIMIT) -> None:
         self.url = url
@@ -297,6 +302,8 @@ class PostgresDb:
         again on a new connection when the connection was lost."""
         return self._run(lambda conn: conn.execute(sql, params).fetchall())
 
+    _rows = _read  # what SqlReads reads with
+
     # -- the database of record --------------------------------------------------------------------
 
     def _tallies(self) -> dict[int, int]:
@@ -314,34 +321,6 @@ class PostgresDb:
         """Number of URLs in each state (every state present, zero included)."""
         found = self._tallies()
         return {s: found.get(int(s), 0) for s in UrlState}
-
-    def records(self) -> Iterator[UrlRecord]:
-        """Stream every URL row in insertion order (for export)."""
-        return self._records("", ())
-
-    def _records(self, where: str, args: tuple[Any, ...]) -> Iterator[UrlRecord]:
-        """Stream the rows that `where` (an SQL condition and AND, or '') selects, in insertion order."""
-        last = 0
-        while True:
-            # Keyset pages: no transaction stays open between yields.
-            rows = self._read(SQL.records_page.format(cols=RECORD_COLS, where=where), (*args, last))
-            if not rows:
-                return
-            last = rows[-1][0]
-            for row in rows:
-                yield row_to_record(row[1:])
-
-    def links(self) -> Iterator[LinkEdge]:
-        """Stream every stored link, page by page in the order the pages were first known."""
-        last = 0
-        while True:
-            rows = self._read(SQL.links_page, (last,))
-            if not rows:
-                return
-            last = rows[-1][0]
-            for _, page, stored in rows:
-                for to_url, anchor, kind, nofollow in decode_links(stored):
-                    yield LinkEdge(page, to_url, anchor, kind, nofollow)
 
     def _update_batches(self, items: Iterable[T], statement: str,
                         columns: Callable[[list[T]], tuple[Any, ...]]) -> int:
@@ -398,10 +377,6 @@ class PostgresDb:
             "UPDATE urls u SET inlinks = v.n FROM unnest(%s::text[], %s::int[]) AS v(url, n)"
             " WHERE u.url = v.url",
             lambda b: ([x[0] for x in b], [int(x[1]) for x in b]))
-
-    def failures(self) -> Iterator[UrlRecord]:
-        """Stream every URL that ended GONE, in insertion order (what a `--resume` may revive)."""
-        return self._records("u.state = %s AND", (int(UrlState.GONE),))
 
     def requeue(self, urls: Iterable[str]) -> int:
         """Queue GONE URLs again as UNFETCHED, their failure forgotten (its cause was mended);
@@ -522,33 +497,6 @@ class PostgresDb:
             sums[1] += int(wire_bytes)
         return [HostTotals(name, states, errors, wire_bytes)
                 for name, (states, (errors, wire_bytes)) in hosts.items()]
-
-    def totals(self) -> CrawlTotals:
-        """Responses, bytes on the wire, and the span of fetch times over all URLs (one scan, in SQL)."""
-        row = self._read(SQL.totals)[0]
-        return CrawlTotals(int(row[0]), int(row[1]), float(row[2]), float(row[3]),
-                           int(row[4]), int(row[5]), int(row[6]), int(row[7]))
-
-    def error_counts(self) -> dict[str, int]:
-        """Number of URLs per recorded error class."""
-        rows = self._read(SQL.error_counts)
-        return {str(k): int(v) for k, v in rows}
-
-    def get(self, url: str) -> UrlRecord | None:
-        """The row of `url`, or None when it is not known."""
-        rows = self._read(SQL.get.format(cols=RECORD_COLS), (url,))
-        return row_to_record(rows[0]) if rows else None
-
-    def host_best(self, host: str) -> float | None:
-        """The priority an ordered lease ranks `host` by (hosts.best; inf: nothing queued), or None
-        when the host is not known."""
-        rows = self._read(SQL.host_best, (host,))
-        return float(rows[0][0]) if rows else None
-
-    def get_meta(self, key: str) -> str | None:
-        """A stored run-metadata value (seeds, config, start time), or None."""
-        rows = self._read(SQL.get_meta, (key,))
-        return str(rows[0][0]) if rows else None
 
     def set_meta(self, key: str, value: str) -> None:
         """Store a run-metadata value."""

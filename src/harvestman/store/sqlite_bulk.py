@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import islice
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from harvestman.model.records import UrlRecord, UrlState
 from harvestman.store.frontier import GENERATE_ORDERS, row_to_record, signed64
@@ -77,24 +77,6 @@ class SqliteBulk(SqliteFile):
                     "UPDATE urls SET state = ?, duplicate_of = ? WHERE url = ? AND url <> ?",
                     [(int(UrlState.DUPLICATE), kept, url, kept) for url, kept in batch]).rowcount
         return marked
-
-    def failures(self) -> Iterator[UrlRecord]:
-        """Stream every URL that ended GONE, in insertion order (what a `--resume` may revive)."""
-        return self._records("u.state = ? AND", (int(UrlState.GONE),))
-
-    def _records(self, where: str, args: tuple[Any, ...]) -> Iterator[UrlRecord]:
-        """Stream the rows that `where` (an SQL condition and AND, or '') selects, in insertion order."""
-        last = 0
-        while True:
-            # Keyset pages: no read transaction stays open between yields, so writers are never blocked.
-            with self._reading():
-                rows = self._read().execute(
-                    SQL.records_page.format(cols=self._record_cols, where=where), (*args, last)).fetchall()
-            if not rows:
-                return
-            last = rows[-1][0]
-            for row in rows:
-                yield row_to_record(row[1:])
 
     def requeue(self, urls: Iterable[str]) -> int:
         """Queue GONE URLs again as UNFETCHED, their failure forgotten (its cause was mended);

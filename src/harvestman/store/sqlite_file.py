@@ -8,9 +8,9 @@ import os
 import re
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 from harvestman.model.errors import FrontierError
 from harvestman.model.records import UrlState
@@ -417,6 +417,11 @@ class SqliteFile:
         if self._closed:
             raise FrontierError(f"crawl database {self.path} is closed")
         return self._db
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """The rows of one read (see SqlReads)."""
+        with self._reading():
+            return self._read().execute(sql, params).fetchall()
 
     def integrity_check(self) -> str:
         """SQLite's own integrity check: 'ok', or the problems it found."""

@@ -5,27 +5,26 @@ from __future__ import annotations
 import json
 import operator
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from harvestman.model.errors import FrontierError
 from harvestman.model.faults import crash_point
 from harvestman.model.records import (
-    CrawlTotals,
     FetchOutcome,
     HostTotals,
     LeasedUrl,
-    LinkEdge,
     NewUrl,
     PageLinks,
     UrlRecord,
     UrlState,
     landing_state,
 )
-from harvestman.store.frontier import HostStats, row_to_record, signed64
-from harvestman.store.linkcodec import decode_links, encode_links
-from harvestman.store.sql_shared import RECORD_FIELDS, record_values
+from harvestman.store.frontier import HostStats, signed64
+from harvestman.store.linkcodec import encode_links
+from harvestman.store.sql_reads import SqlReads
+from harvestman.store.sql_shared import RECORD_FIELDS, SQLITE, record_values
 from harvestman.store.sql_shared import SQLITE_SQL as SQL
 from harvestman.store.sqlite_bulk import SqliteBulk
 from harvestman.store.sqlite_file import BEST_OF_HOST, ORDER_INDEX, ORDER_INDEX_SQL
@@ -64,7 +63,7 @@ def _numbered(sql: str) -> tuple[str, Callable[[dict[str, Any]], tuple[Any, ...]
 _WRITE_OUTCOME_NUMBERED, _outcome_values = _numbered(SQL.write_outcome)
 
 
-class SqliteStore(SqliteBulk):
+class SqliteStore(SqliteBulk, SqlReads):
     """A Store on one SQLite file; the default, `DIR/crawl.db`.
 
     The worker processes of one crawl share the file: the process that holds the lock starts them,
@@ -78,6 +77,9 @@ class SqliteStore(SqliteBulk):
     across hosts, politeness as ever; without it (bfs, the default) in the order their clocks
     allow, as cheap as ever.
     """
+
+    _dialect = SQLITE
+    _sql = SQL
 
     def __init__(
         self,
@@ -420,20 +422,6 @@ class SqliteStore(SqliteBulk):
         with self._reading():
             return int(self._read().execute("SELECT COALESCE(SUM(pending), 0) FROM hosts").fetchone()[0])
 
-    def due_count(self, now: float) -> int:
-        """Number of queued URLs that are due and not leased."""
-        with self._reading():
-            return int(
-                self._read()
-                .execute(SQL.due_count, (now,))
-                .fetchone()[0]
-            )
-
-    def in_flight(self) -> int:
-        """Number of URLs currently leased."""
-        with self._reading():
-            return int(self._read().execute(SQL.in_flight).fetchone()[0])
-
     def next_ready_time(self, *, everywhere: bool = False) -> float | None:
         """Earliest time a lease may succeed (never later than the truth), or None when nothing is queued.
 
@@ -453,27 +441,6 @@ class SqliteStore(SqliteBulk):
                 .fetchone()
             )
         return None if row[0] is None else float(row[0])
-
-    def records(self) -> Iterator[UrlRecord]:
-        """Stream every URL row in insertion order (for export)."""
-        return self._records("", ())
-
-    def links(self) -> Iterator[LinkEdge]:
-        """Stream every stored link, page by page in the order the pages were first known."""
-        last = 0
-        while True:
-            with self._reading():  # keyset pages, as records(): no read transaction held between yields
-                rows = (
-                    self._read()
-                    .execute(SQL.links_page, (last,))
-                    .fetchall()
-                )
-            if not rows:
-                return
-            last = rows[-1][0]
-            for _, page, stored in rows:
-                for to_url, anchor, kind, nofollow in decode_links(stored):
-                    yield LinkEdge(page, to_url, anchor, kind, nofollow)
 
     def host_stats(self) -> list[HostStats]:
         """Per host: (host, queued, fetched, errors); fetched counts FETCHED and NOT_MODIFIED."""
@@ -510,46 +477,6 @@ class SqliteStore(SqliteBulk):
             sums[1] += int(wire_bytes)
         return [HostTotals(name, states, errors, wire_bytes)
                 for name, (states, (errors, wire_bytes)) in hosts.items()]
-
-    def totals(self) -> CrawlTotals:
-        """Responses, bytes on the wire, and the span of fetch times over all URLs (one scan, in SQL)."""
-        with self._reading():
-            row = self._read().execute(SQL.totals).fetchone()
-        return CrawlTotals(int(row[0]), int(row[1]), float(row[2]), float(row[3]),
-                           int(row[4]), int(row[5]), int(row[6]), int(row[7]))
-
-    def error_counts(self) -> dict[str, int]:
-        """Number of URLs per recorded error class."""
-        with self._reading():
-            rows = (
-                self._read()
-                .execute(SQL.error_counts)
-                .fetchall()
-            )
-        return {str(k): int(v) for k, v in rows}
-
-    def get(self, url: str) -> UrlRecord | None:
-        """The row of `url`, or None when it is not known."""
-        with self._reading():
-            row = (
-                self._read()
-                .execute(SQL.get.format(cols=self._record_cols), (url,))
-                .fetchone()
-            )
-        return None if row is None else row_to_record(row)
-
-    def host_best(self, host: str) -> float | None:
-        """The priority an ordered lease ranks `host` by (hosts.best; inf: nothing queued), or None
-        when the host is not known."""
-        with self._reading():
-            row = self._read().execute(SQL.host_best, (host,)).fetchone()
-        return None if row is None else float(row[0])
-
-    def get_meta(self, key: str) -> str | None:
-        """A stored run-metadata value (seeds, config, start time), or None."""
-        with self._reading():
-            row = self._read().execute(SQL.get_meta, (key,)).fetchone()
-        return None if row is None else str(row[0])
 
     def set_meta(self, key: str, value: str) -> None:
         """Store a run-metadata value."""
