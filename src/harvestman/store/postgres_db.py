@@ -15,7 +15,7 @@ from typing import Any, TypeVar, cast
 
 from harvestman.model.config import DB_OUTAGE_LIMIT
 from harvestman.model.errors import ConfigError, DatabaseUnavailable, FrontierError
-from harvestman.model.records import HostTotals, UrlRecord, UrlState
+from harvestman.model.records import UrlRecord, UrlState
 from harvestman.net.urls import without_password
 from harvestman.store.frontier import GENERATE_ORDERS, HostStats, row_to_record, signed64
 
@@ -482,21 +482,6 @@ class PostgresDb(SqlReads):
             (int(UrlState.FETCHED), int(UrlState.NOT_MODIFIED)),
         )
         return [(str(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in rows]
-
-    def host_totals(self) -> list[HostTotals]:
-        """Per host: URLs by state, URLs with an error, bytes on the wire (one scan, in SQL), by name."""
-        rows = self._read(
-            "SELECT h.name, u.state, COUNT(*), COUNT(*) FILTER (WHERE u.error_class <> ''), SUM(u.wire_bytes)"
-            " FROM urls u JOIN hosts h ON h.id = u.host_id GROUP BY h.name, u.state ORDER BY h.name"
-        )
-        hosts: dict[str, tuple[dict[UrlState, int], list[int]]] = {}
-        for name, state, urls, errors, wire_bytes in rows:
-            states, sums = hosts.setdefault(str(name), ({s: 0 for s in UrlState}, [0, 0]))
-            states[UrlState(state)] = int(urls)
-            sums[0] += int(errors)
-            sums[1] += int(wire_bytes)
-        return [HostTotals(name, states, errors, wire_bytes)
-                for name, (states, (errors, wire_bytes)) in hosts.items()]
 
     def set_meta(self, key: str, value: str) -> None:
         """Store a run-metadata value."""

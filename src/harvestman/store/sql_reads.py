@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from harvestman.model.records import CrawlTotals, LinkEdge, UrlRecord, UrlState
+from harvestman.model.records import CrawlTotals, HostTotals, LinkEdge, UrlRecord, UrlState
 from harvestman.store.frontier import row_to_record
 from harvestman.store.linkcodec import decode_links
 from harvestman.store.sql_shared import Dialect, Statements, render
@@ -68,6 +68,17 @@ class SqlReads:
         row = self._rows(self._sql.totals)[0]
         return CrawlTotals(int(row[0]), int(row[1]), float(row[2]), float(row[3]),
                            int(row[4]), int(row[5]), int(row[6]), int(row[7]))
+
+    def host_totals(self) -> list[HostTotals]:
+        """Per host: URLs by state, URLs with an error, bytes on the wire (one scan, in SQL), by name."""
+        hosts: dict[str, tuple[dict[UrlState, int], list[int]]] = {}
+        for name, state, urls, errors, wire_bytes in self._rows(self._sql.host_totals):
+            states, sums = hosts.setdefault(str(name), ({s: 0 for s in UrlState}, [0, 0]))
+            states[UrlState(state)] = int(urls)
+            sums[0] += int(errors)
+            sums[1] += int(wire_bytes)
+        return [HostTotals(name, states, errors, wire_bytes)
+                for name, (states, (errors, wire_bytes)) in hosts.items()]
 
     def error_counts(self) -> dict[str, int]:
         """Number of URLs per recorded error class."""

@@ -137,6 +137,10 @@ class Statements:
         " COALESCE(SUM(body_wire_bytes), 0), COALESCE(SUM(body_size), 0), COALESCE(SUM(saved_bytes), 0),"
         " COUNT(*) FILTER (WHERE partial <> '') FROM urls"
     )
+    host_totals: str = (
+        "SELECT h.name, u.state, COUNT(*), COUNT(*) FILTER (WHERE u.error_class <> ''), SUM(u.wire_bytes)"
+        " FROM urls u JOIN hosts h ON h.id = u.host_id GROUP BY h.id, h.name, u.state ORDER BY h.name"
+    )
     error_counts: str = "SELECT error_class, COUNT(*) FROM urls WHERE error_class <> '' GROUP BY error_class"
     # Keyset pages (no transaction held between them), in the order the pages were first known.
     links_page: str = (

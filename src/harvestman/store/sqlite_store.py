@@ -13,7 +13,6 @@ from harvestman.model.errors import FrontierError
 from harvestman.model.faults import crash_point
 from harvestman.model.records import (
     FetchOutcome,
-    HostTotals,
     LeasedUrl,
     NewUrl,
     PageLinks,
@@ -456,27 +455,6 @@ class SqliteStore(SqliteBulk, SqlReads):
                 .fetchall()
             )
         return [(str(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in rows]
-
-    def host_totals(self) -> list[HostTotals]:
-        """Per host: URLs by state, URLs with an error, bytes on the wire (one scan, in SQL), by name."""
-        with self._reading():
-            rows = (
-                self._read()
-                .execute(
-                    "SELECT h.name, u.state, COUNT(*), SUM(u.error_class <> ''), SUM(u.wire_bytes)"
-                    " FROM urls u JOIN hosts h ON h.id = u.host_id GROUP BY u.host_id, u.state"
-                    " ORDER BY h.name"
-                )
-                .fetchall()
-            )
-        hosts: dict[str, tuple[dict[UrlState, int], list[int]]] = {}
-        for name, state, urls, errors, wire_bytes in rows:
-            states, sums = hosts.setdefault(str(name), ({s: 0 for s in UrlState}, [0, 0]))
-            states[UrlState(state)] = int(urls)
-            sums[0] += int(errors)
-            sums[1] += int(wire_bytes)
-        return [HostTotals(name, states, errors, wire_bytes)
-                for name, (states, (errors, wire_bytes)) in hosts.items()]
 
     def set_meta(self, key: str, value: str) -> None:
         """Store a run-metadata value."""
