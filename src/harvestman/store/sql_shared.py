@@ -10,9 +10,10 @@ Each backend renders them once, at import: nothing is rendered on the lease or c
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Collection
-from dataclasses import astuple, dataclass, fields
+from dataclasses import dataclass, fields
 
 from harvestman.model.records import UrlRecord
 from harvestman.store.frontier import signed64
@@ -68,6 +69,7 @@ _READ_AS = {
     "final_url": "CASE WHEN u.final_url <> '' THEN u.final_url WHEN u.http_status > 0 THEN u.url ELSE '' END",
 }
 RECORD_FIELDS = tuple(f.name for f in fields(UrlRecord))
+_record_fields = operator.attrgetter(*RECORD_FIELDS)  # not astuple: that copies each value deeply
 
 
 def record_columns(missing: Collection[str] = ()) -> str:
@@ -82,7 +84,7 @@ def record_columns(missing: Collection[str] = ()) -> str:
 def record_values(record: UrlRecord, host_id: int) -> tuple[object, ...]:
     """The stored values of `record`'s columns (RECORD_FIELDS, host as its id): as row_to_record's
     reverse."""
-    values = list(astuple(record))
+    values = list(_record_fields(record))
     values[1] = host_id
     values[2] = int(record.state)
     values[RECORD_FIELDS.index("final_url")] = "" if record.final_url == record.url else record.final_url
