@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from harvestman.model.config import DB_OUTAGE_LIMIT
 from harvestman.model.faults import crash_point
 from harvestman.model.records import FetchOutcome, LeasedUrl, NewUrl, PageLinks, UrlState, landing_state
-from harvestman.store.frontier import signed64
 from harvestman.store.linkcodec import encode_links
 from harvestman.store.postgres_db import QUEUED, PostgresDb, clean
 from harvestman.store.postgres_sql import (
@@ -33,6 +32,7 @@ from harvestman.store.postgres_sql import (
     PARKED,
 )
 from harvestman.store.sql_shared import POSTGRES_SQL as SQL
+from harvestman.store.sql_shared import outcome_params
 
 if TYPE_CHECKING:
     import psycopg
@@ -265,26 +265,8 @@ class PostgresStore(PostgresDb):
             tallies[int(state)] += 1
             tallies[QUEUED] += int(queued) - int(was_queued)
             row[2], row[3], row[5] = int(state), 0.0, queued
-            updates.append({
-                "id": url_id, "state": int(state), "fetch_time": o.fetch_time,
-                "next_fetch_time": next_fetch_time, "queued": queued, "http_status": o.http_status,
-                "error_class": clean(o.error_class), "error_message": clean(o.error_message),
-                # A 304 usually repeats no validators: keep what the last full fetch recorded; and
-                # it has no body: keep the page's size, and count what it saved against the page's
-                # full response (the row's wire + saved bytes), which the next check compares with.
-                "keep": state == UrlState.NOT_MODIFIED,
-                "signature": clean(o.signature), "etag": clean(o.etag),
-                "last_modified": clean(o.last_modified), "content_type": clean(o.content_type),
-                "body_size": o.body_size, "wire_bytes": o.wire_bytes,
-                "final_url": o.final_url if url == o.url else "", "title": clean(o.title),
-                "retried": 1 if o.retried and url == o.url else 0,
-                "fetch_interval": float(o.fetch_interval),
-                # Kept while the content is the same; a changed page's old SimHash would mislead dedup.
-                "simhash": signed64(o.simhash),
-                "body_wire_bytes": o.body_wire_bytes, "saved_bytes": o.saved_bytes,
-                "partial": clean(o.partial), "change": o.change, "checked_by": o.checked_by,
-                "topic": clean(o.topic), "relevance": float(o.relevance),
-            })
+            params = outcome_params(o, url, url_id, state, next_fetch_time, queued)
+            updates.append({k: clean(v) if type(v) is str else v for k, v in params.items()})
             clocks = hosts.setdefault(host_id, [0, None, None])
             clocks[0] += 1 if leased > 0 else 0
             if queued:  # queued again: the host's best may be this

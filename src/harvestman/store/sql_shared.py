@@ -14,8 +14,9 @@ import operator
 import re
 from collections.abc import Collection
 from dataclasses import dataclass, fields
+from typing import Any
 
-from harvestman.model.records import UrlRecord
+from harvestman.model.records import FetchOutcome, UrlRecord, UrlState
 from harvestman.store.frontier import signed64
 
 
@@ -167,7 +168,7 @@ class Statements:
         " WHERE n <= ? ORDER BY {key} LIMIT ?"
     )
 
-    # -- reporting back: one fetch's outcome on its row
+    # -- reporting back: one fetch's outcome on its row (outcome_params)
     write_outcome: str = """
 UPDATE urls SET state = :state, fetch_time = :fetch_time, next_fetch_time = :next_fetch_time,
     http_status = :http_status, error_class = :error_class, error_message = :error_message,
@@ -197,3 +198,28 @@ WHERE id = :id
 
 SQLITE_SQL = Statements().for_dialect(SQLITE)
 POSTGRES_SQL = Statements().for_dialect(POSTGRES)
+
+
+def outcome_params(o: FetchOutcome, url: str, url_id: int, state: UrlState, next_fetch_time: float,
+                   queued: bool) -> dict[str, Any]:
+    """write_outcome's parameters: outcome `o` on the row `url_id` of `url` (its own URL, or the
+    page its redirects ended on), landing in `state`."""
+    own = url == o.url
+    return {
+        "id": url_id, "state": int(state), "fetch_time": o.fetch_time,
+        "next_fetch_time": next_fetch_time, "queued": queued, "http_status": o.http_status,
+        "error_class": o.error_class, "error_message": o.error_message,
+        # A 304 usually repeats no validators: keep what the last full fetch recorded; and it has
+        # no body: keep the page's size, and count what it saved against the page's full response
+        # (the row's wire + saved bytes), which the next check compares with.
+        "keep": state == UrlState.NOT_MODIFIED,
+        "signature": o.signature, "etag": o.etag, "last_modified": o.last_modified,
+        "content_type": o.content_type, "body_size": o.body_size, "wire_bytes": o.wire_bytes,
+        "final_url": o.final_url if own else "", "title": o.title,
+        "retried": 1 if o.retried and own else 0,
+        "fetch_interval": float(o.fetch_interval),
+        # Kept while the content is the same; a changed page's old SimHash would mislead dedup.
+        "simhash": signed64(o.simhash),
+        "body_wire_bytes": o.body_wire_bytes, "saved_bytes": o.saved_bytes, "partial": o.partial,
+        "change": o.change, "checked_by": o.checked_by, "topic": o.topic, "relevance": float(o.relevance),
+    }

@@ -20,10 +20,10 @@ from harvestman.model.records import (
     UrlState,
     landing_state,
 )
-from harvestman.store.frontier import HostStats, signed64
+from harvestman.store.frontier import HostStats
 from harvestman.store.linkcodec import encode_links
 from harvestman.store.sql_reads import SqlReads
-from harvestman.store.sql_shared import RECORD_FIELDS, SQLITE, record_values
+from harvestman.store.sql_shared import RECORD_FIELDS, SQLITE, outcome_params, record_values
 from harvestman.store.sql_shared import SQLITE_SQL as SQL
 from harvestman.store.sqlite_bulk import SqliteBulk
 from harvestman.store.sqlite_file import BEST_OF_HOST, ORDER_INDEX, ORDER_INDEX_SQL
@@ -323,34 +323,7 @@ class SqliteStore(SqliteBulk, SqlReads):
         queued = state == UrlState.UNFETCHED or next_fetch_time > 0
         db.execute(
             _WRITE_OUTCOME_NUMBERED,
-            _outcome_values({
-                "id": url_id,
-                "state": int(state),
-                "fetch_time": o.fetch_time,
-                "next_fetch_time": next_fetch_time,
-                "queued": int(queued),
-                "http_status": o.http_status,
-                "error_class": o.error_class,
-                "error_message": o.error_message,
-                # A 304 usually repeats no validators: keep what the last full fetch recorded; and
-                # it has no body: keep the page's size, and count what it saved against the page's
-                # full response (the row's wire + saved bytes), which the next check compares with.
-                "keep": state == UrlState.NOT_MODIFIED,
-                "signature": o.signature,
-                "etag": o.etag,
-                "last_modified": o.last_modified,
-                "content_type": o.content_type,
-                "body_size": o.body_size,
-                "wire_bytes": o.wire_bytes,
-                "final_url": o.final_url if url == o.url else "",
-                "title": o.title,
-                "retried": 1 if o.retried and url == o.url else 0,
-                "fetch_interval": o.fetch_interval,
-                # Kept while the content is the same; a changed page's old SimHash would mislead dedup.
-                "simhash": signed64(o.simhash),
-                "body_wire_bytes": o.body_wire_bytes, "saved_bytes": o.saved_bytes, "partial": o.partial,
-                "change": o.change, "checked_by": o.checked_by, "topic": o.topic, "relevance": o.relevance,
-            }),
+            _outcome_values(outcome_params(o, url, url_id, state, next_fetch_time, queued)),
         )
         db.execute(
             "UPDATE hosts SET in_flight = MAX(in_flight - ?, 0),"
