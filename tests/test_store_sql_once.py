@@ -7,6 +7,11 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
+from harvestman.model.records import NewUrl
+from harvestman.store.sqlite_store import SqliteStore
+
 STORE = Path(__file__).resolve().parents[1] / "src" / "harvestman" / "store"
 SQLITE = ("sqlite_store.py", "sqlite_file.py", "sqlite_bulk.py")
 POSTGRES = ("postgres.py", "postgres_db.py", "postgres_sql.py")
@@ -82,3 +87,29 @@ def test_no_statement_is_written_in_both_backends() -> None:
     assert not new, "\n".join(f"{a} and {b}: {s}" for s, (a, b) in sorted(new.items()))
     stale = ALLOWED - both.keys()
     assert not stale, f"no longer duplicated, drop from ALLOWED: {sorted(stale)}"
+
+
+def test_a_new_column_is_one_migration_a_backend(tmp_path: Path, postgres_url: str,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A schema version past the one the schema creates is its migration alone: a new database
+    runs it too (a new column needs no second edit in the CREATE TABLE)."""
+    pytest.importorskip("psycopg")
+    from harvestman.store import postgres_db, postgres_sql, sqlite_file
+    from harvestman.store.postgres import PostgresStore
+
+    sqlite_next, pg_next = sqlite_file.SCHEMA_VERSION + 1, postgres_sql.SCHEMA_VERSION + 1
+    monkeypatch.setitem(sqlite_file._MIGRATIONS, sqlite_next,
+                        ("ALTER TABLE urls ADD COLUMN probe TEXT NOT NULL DEFAULT 'x'",))
+    monkeypatch.setattr(sqlite_file, "SCHEMA_VERSION", sqlite_next)
+    monkeypatch.setitem(postgres_sql.MIGRATIONS, pg_next,
+                        "ALTER TABLE urls ADD COLUMN IF NOT EXISTS probe TEXT NOT NULL DEFAULT 'x'")
+    monkeypatch.setattr(postgres_db, "SCHEMA_VERSION", pg_next)
+
+    with SqliteStore(tmp_path / "crawl.db", host_of=lambda u: u.split("/")[2]) as lite:
+        lite.add([NewUrl("http://a.test/", "a.test")])
+        assert lite.get_meta("schema_version") == str(sqlite_next)
+        assert lite._rows("SELECT probe FROM urls") == [("x",)]
+    with PostgresStore(postgres_url, host_of=lambda u: u.split("/")[2]) as pg:
+        pg.add([NewUrl("http://a.test/", "a.test")])
+        assert pg.get_meta("schema_version") == str(pg_next)
+        assert pg._rows("SELECT probe FROM urls") == [("x",)]

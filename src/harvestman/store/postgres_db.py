@@ -28,7 +28,7 @@ except ImportError:
         "a postgresql:// crawl database needs psycopg: pip install '.[postgres]' (in harvestman's folder)"
     ) from None
 
-from harvestman.store.postgres_sql import MIGRATIONS, RECORD_COLS, SCHEMA, SCHEMA_VERSION
+from harvestman.store.postgres_sql import MIGRATIONS, RECORD_COLS, SCHEMA, SCHEMA_BASE, SCHEMA_VERSION
 from harvestman.store.sql_reads import SqlReads
 from harvestman.store.sql_shared import POSTGRES
 from harvestman.store.sql_shared import POSTGRES_SQL as SQL
@@ -125,10 +125,11 @@ class PostgresDb(SqlReads):
                 tables = self._tables(conn)
                 if not tables:
                     conn.execute(SCHEMA)
-                    conn.execute("INSERT INTO meta VALUES ('schema_version', %s)", (str(SCHEMA_VERSION),))
-                    return
-                if {"meta", "urls"} <= tables:
+                    conn.execute("INSERT INTO meta VALUES ('schema_version', %s)", (str(SCHEMA_BASE),))
+                if not tables or {"meta", "urls"} <= tables:
                     self._migrate(conn)
+                if not tables:
+                    return
         tables = self._tables(conn)
         if "meta" not in tables or "urls" not in tables:
             if not tables:

@@ -6,7 +6,9 @@ from harvestman.store.sql_shared import BEST_OF_HOST as SHARED_BEST_OF_HOST
 from harvestman.store.sql_shared import LEASE_EXPIRY_INDEX, META_TABLE, POSTGRES, record_columns, render
 from harvestman.store.sql_shared import POSTGRES_SQL as SQL
 
-SCHEMA_VERSION = 5  # 2: simhash, duplicate_of, fetch_interval, inlinks, metadata (as SQLite's 4);
+# The version SCHEMA creates; a later one is its migration alone (a new database runs it too), so
+# that a new column is a UrlRecord field and one migration here (SCHEMA_VERSION follows MIGRATIONS).
+SCHEMA_BASE = 5  # 2: simhash, duplicate_of, fetch_interval, inlinks, metadata (as SQLite's 4);
 # 3: body_wire_bytes, saved_bytes, partial, change, checked_by (as SQLite's 5); 4: topic, relevance (6);
 # 5: hosts.best, the global lease order (7)
 FAR_FUTURE = 1e18  # "never": a host with no leasable URL and no lease to wait for
@@ -33,6 +35,7 @@ MIGRATIONS: dict[int, str] = {
     5: "ALTER TABLE hosts ADD COLUMN IF NOT EXISTS best DOUBLE PRECISION NOT NULL DEFAULT 'Infinity';"
        f" {SQL.best_all}; {_BEST_INDEX}",
 }
+SCHEMA_VERSION = max(MIGRATIONS)
 
 SCHEMA = f"""
 {META_TABLE};

@@ -19,7 +19,9 @@ from harvestman.store.sql_shared import LEASE_EXPIRY_INDEX, META_TABLE, SQLITE, 
 from harvestman.store.sql_shared import SQLITE_SQL as SQL
 from harvestman.store.sql_shared import record_columns as shared_record_columns
 
-SCHEMA_VERSION = 7  # 2: urls.title; 3: queued URLs by priority (re-visits), the link graph;
+# The version _SCHEMA creates; a later one is its migration alone (a new file runs it too), so that a
+# new column is a UrlRecord field and one migration here (SCHEMA_VERSION follows _MIGRATIONS).
+_SCHEMA_BASE = 7  # 2: urls.title; 3: queued URLs by priority (re-visits), the link graph;
 # 4: what batch jobs and schedules keep (simhash, duplicate_of, fetch_interval, inlinks, metadata);
 # 5: what a fetch cost and found (body_wire_bytes, saved_bytes, partial, change, checked_by);
 # 6: focused crawling's judgement of a page (topic, relevance); 7: hosts.best, the global lease order
@@ -184,6 +186,7 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
         _TRIGGERS[2],
     ),
 }
+SCHEMA_VERSION = max(_MIGRATIONS)
 
 
 def record_columns(version: int) -> str:
@@ -337,8 +340,10 @@ class SqliteFile:
             counts = "".join(f"INSERT INTO state_counts VALUES ({int(s)}, 0);" for s in UrlState)
             db.executescript(
                 f"BEGIN IMMEDIATE;{_SCHEMA}{counts}"
-                f"INSERT INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');COMMIT;"
+                f"INSERT INTO meta VALUES ('schema_version', '{_SCHEMA_BASE}');COMMIT;"
             )
+            if _SCHEMA_BASE < SCHEMA_VERSION:
+                self._migrate()
             return
         self._check_schema()
 
