@@ -126,10 +126,10 @@ class PostgresDb(SqlReads):
                 if not tables:
                     conn.execute(SCHEMA)
                     conn.execute("INSERT INTO meta VALUES ('schema_version', %s)", (str(SCHEMA_BASE),))
-                if not tables or {"meta", "urls"} <= tables:
-                    self._migrate(conn)
-                if not tables:
+                    self._migrate(conn)  # the versions past SCHEMA_BASE
                     return
+                if {"meta", "urls"} <= tables:
+                    self._migrate(conn)
         tables = self._tables(conn)
         if "meta" not in tables or "urls" not in tables:
             if not tables:
