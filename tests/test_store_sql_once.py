@@ -28,9 +28,10 @@ _ALIKE = (
     (r"\bon conflict\b.*$", ""),  # upserts: what follows is the dialect's way of saying the same
     (r"\bgreatest\(", "max("),
     (r"\bleast\(", "min("),
-    (r"\b(\w+) = 1\b", r"\1"),  # SQLite's booleans
     (r"\btrue\b", "1"),
     (r"\bfalse\b", "0"),
+    (r"\b(\w+) = 1\b", r"\1"),  # SQLite's booleans, and PostgreSQL's `= TRUE`
+    (r"'infinity'|9e999", "inf"),
     (r"\s+", " "),
     (r"\s*([(),=<>])\s*", r"\1"),
 )
