@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 from harvestman.model.config import DB_OUTAGE_LIMIT
 from harvestman.model.faults import crash_point
 from harvestman.model.records import FetchOutcome, LeasedUrl, NewUrl, PageLinks, UrlState, landing_state
-from harvestman.store.frontier import signed64
 from harvestman.store.linkcodec import encode_links
 from harvestman.store.postgres_db import QUEUED, PostgresDb, clean
 from harvestman.store.postgres_sql import (
@@ -31,8 +30,9 @@ from harvestman.store.postgres_sql import (
     LEASE,
     LEASE_ORDERED,
     PARKED,
-    WRITE_OUTCOME,
 )
+from harvestman.store.sql_shared import POSTGRES_SQL as SQL
+from harvestman.store.sql_shared import outcome_params
 
 if TYPE_CHECKING:
     import psycopg
@@ -178,8 +178,7 @@ class PostgresStore(PostgresDb):
             (FAR_FUTURE, host_ids, now),
         )
         if self.ordered:  # what is queued but not due yet: a retry, a re-visit
-            conn.execute(f"UPDATE hosts SET best = {BEST_OF_HOST.format(host='hosts.id')}"
-                         " WHERE id = ANY(%s::int[])", (host_ids,))
+            conn.execute(SQL.best_all + " WHERE id = ANY(%s::int[])", (host_ids,))
 
     def _reclaim_expired(self, conn: psycopg.Connection[Any], now: float) -> None:
         """Take back leases whose process never reported (it died): the URLs become leasable again.
@@ -266,26 +265,8 @@ class PostgresStore(PostgresDb):
             tallies[int(state)] += 1
             tallies[QUEUED] += int(queued) - int(was_queued)
             row[2], row[3], row[5] = int(state), 0.0, queued
-            updates.append({
-                "id": url_id, "state": int(state), "fetch_time": o.fetch_time,
-                "next_fetch_time": next_fetch_time, "queued": queued, "http_status": o.http_status,
-                "error_class": clean(o.error_class), "error_message": clean(o.error_message),
-                # A 304 usually repeats no validators: keep what the last full fetch recorded; and
-                # it has no body: keep the page's size, and count what it saved against the page's
-                # full response (the row's wire + saved bytes), which the next check compares with.
-                "keep": state == UrlState.NOT_MODIFIED,
-                "signature": clean(o.signature), "etag": clean(o.etag),
-                "last_modified": clean(o.last_modified), "content_type": clean(o.content_type),
-                "body_size": o.body_size, "wire_bytes": o.wire_bytes,
-                "final_url": o.final_url if url == o.url else "", "title": clean(o.title),
-                "retried": 1 if o.retried and url == o.url else 0,
-                "fetch_interval": float(o.fetch_interval),
-                # Kept while the content is the same; a changed page's old SimHash would mislead dedup.
-                "simhash": signed64(o.simhash),
-                "body_wire_bytes": o.body_wire_bytes, "saved_bytes": o.saved_bytes,
-                "partial": clean(o.partial), "change": o.change, "checked_by": o.checked_by,
-                "topic": clean(o.topic), "relevance": float(o.relevance),
-            })
+            params = outcome_params(o, url, url_id, state, next_fetch_time, queued)
+            updates.append({k: clean(v) if type(v) is str else v for k, v in params.items()})
             clocks = hosts.setdefault(host_id, [0, None, None])
             clocks[0] += 1 if leased > 0 else 0
             if queued:  # queued again: the host's best may be this
@@ -302,7 +283,7 @@ class PostgresStore(PostgresDb):
                 # The target is fetched again when the URL that led to it is (no re-visit of its own).
                 write(o, o.final_url, state, rows[o.url][4], o.url, revisit=False)
         with conn.cursor() as cur:
-            cur.executemany(WRITE_OUTCOME, updates)
+            cur.executemany(SQL.write_outcome, updates)
             if links:
                 self._write_links(conn, links)
             cur.executemany(FREE_HOST, [
@@ -327,13 +308,13 @@ class PostgresStore(PostgresDb):
     def set_host_delay(self, host: str, delay: float) -> None:
         """Set the seconds between two requests to `host` (robots.txt Crawl-delay)."""
         host_id = self._host_ids([host])[host]
-        self._write(lambda conn: conn.execute("UPDATE hosts SET delay = %s WHERE id = %s", (delay, host_id)))
+        self._write(lambda conn: conn.execute(SQL.set_host_delay, (delay, host_id)))
 
     def pause_host(self, host: str, until: float, reason: str) -> None:
         """Lease nothing from `host` before `until`; a pause is only ever extended, never shortened."""
         host_id = self._host_ids([host])[host]
         self._write(lambda conn: conn.execute(
-            "UPDATE hosts SET paused_until = GREATEST(paused_until, %s), pause_reason = %s WHERE id = %s",
+            SQL.pause_host,
             (until, clean(reason), host_id)))
 
     def host_failure(self, host: str, now: float) -> int:
@@ -353,7 +334,7 @@ class PostgresStore(PostgresDb):
     def host_success(self, host: str) -> None:
         """Reset the consecutive-failure count of `host`."""
         self._write(lambda conn: conn.execute(
-            "UPDATE hosts SET failures = 0 WHERE name = %s AND failures <> 0", (host,)))
+            SQL.host_success, (host,)))
 
     def release_leases(self) -> int:
         """Hand back every lease (a crawl resumed by its only process); returns how many there were.
@@ -361,12 +342,9 @@ class PostgresStore(PostgresDb):
         Every process's leases: call it only when no other process works on this crawl.
         """
         def work(conn: psycopg.Connection[Any]) -> int:
-            conn.execute(
-                "UPDATE hosts SET best = LEAST(hosts.best, r.best) FROM (SELECT host_id,"
-                " MIN(priority) AS best FROM urls WHERE lease_until > 0 AND queued GROUP BY host_id) r"
-                " WHERE hosts.id = r.host_id")
-            n = conn.execute("UPDATE urls SET lease_until = 0 WHERE lease_until > 0").rowcount
-            conn.execute("UPDATE hosts SET in_flight = 0, wake_at = 0 WHERE in_flight <> 0 OR wake_at <> 0")
+            conn.execute(SQL.release_best)
+            n = conn.execute(SQL.release_urls).rowcount
+            conn.execute(SQL.release_hosts)
             return n
 
         return self._write(work)
@@ -376,16 +354,6 @@ class PostgresStore(PostgresDb):
     def pending(self) -> int:
         """Number of queued URLs, due or not, leased or not: the work the crawl has left."""
         return self._tallies().get(QUEUED, 0)
-
-    def due_count(self, now: float) -> int:
-        """Number of queued URLs that are due and not leased."""
-        return int(self._read(
-            "SELECT COUNT(*) FROM urls WHERE queued AND next_fetch_time <= %s AND lease_until = 0", (now,)
-        )[0][0])
-
-    def in_flight(self) -> int:
-        """Number of URLs currently leased (by any process)."""
-        return int(self._read("SELECT COUNT(*) FROM urls WHERE lease_until > 0")[0][0])
 
     def next_ready_time(self, *, everywhere: bool = False) -> float | None:
         """Earliest time a lease may succeed (never later than the truth), or None when nothing is pending.

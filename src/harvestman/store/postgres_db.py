@@ -9,16 +9,15 @@ import logging
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import islice
 from typing import Any, TypeVar, cast
 
 from harvestman.model.config import DB_OUTAGE_LIMIT
 from harvestman.model.errors import ConfigError, DatabaseUnavailable, FrontierError
-from harvestman.model.records import CrawlTotals, HostTotals, LinkEdge, UrlRecord, UrlState
+from harvestman.model.records import UrlRecord, UrlState
 from harvestman.net.urls import without_password
 from harvestman.store.frontier import GENERATE_ORDERS, HostStats, row_to_record, signed64
-from harvestman.store.linkcodec import decode_links
 
 try:
     import psycopg
@@ -29,7 +28,10 @@ except ImportError:
         "a postgresql:// crawl database needs psycopg: pip install '.[postgres]' (in harvestman's folder)"
     ) from None
 
-from harvestman.store.postgres_sql import BEST_OF_HOST, MIGRATIONS, RECORD_COLS, SCHEMA, SCHEMA_VERSION
+from harvestman.store.postgres_sql import MIGRATIONS, RECORD_COLS, SCHEMA, SCHEMA_BASE, SCHEMA_VERSION
+from harvestman.store.sql_reads import SqlReads
+from harvestman.store.sql_shared import POSTGRES
+from harvestman.store.sql_shared import POSTGRES_SQL as SQL
 
 _RETRIES = 5
 _WAITS = (0.05, 5.0)  # the first wait before reaching a lost database again, and the longest
@@ -66,7 +68,7 @@ def connection_lost(exc: psycopg.Error, conn: psycopg.Connection[Any] | None) ->
 log = logging.getLogger(__name__)
 
 
-class PostgresDb:
+class PostgresDb(SqlReads):
     """One crawl's PostgreSQL database, over one connection shared by the caller's threads.
 
     The schema is created by the first process to open an empty database (under an advisory lock,
@@ -76,6 +78,10 @@ class PostgresDb:
     work done again, with back-off, for up to `outage_limit` seconds (see _retrying); a write whose
     COMMIT got no answer is asked about (txid_status) rather than done twice.
     """
+
+    _dialect = POSTGRES
+    _sql = SQL
+    _record_cols = RECORD_COLS
 
     def __init__(self, url: str, *, read_only: bool = False, outage_limit: float = DB_OUTAGE_LIMIT) -> None:
         self.url = url
@@ -119,7 +125,8 @@ class PostgresDb:
                 tables = self._tables(conn)
                 if not tables:
                     conn.execute(SCHEMA)
-                    conn.execute("INSERT INTO meta VALUES ('schema_version', %s)", (str(SCHEMA_VERSION),))
+                    conn.execute("INSERT INTO meta VALUES ('schema_version', %s)", (str(SCHEMA_BASE),))
+                    self._migrate(conn)  # the versions past SCHEMA_BASE
                     return
                 if {"meta", "urls"} <= tables:
                     self._migrate(conn)
@@ -128,7 +135,7 @@ class PostgresDb:
             if not tables:
                 raise FrontierError(f"no crawl in database {self.name}")
             raise FrontierError(f"{self.name} is a PostgreSQL database but not a harvestman crawl database")
-        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        row = conn.execute(SQL.schema_version).fetchone()
         version = int(row[0]) if row and str(row[0]).isdigit() else -1
         if version > SCHEMA_VERSION:
             raise FrontierError(
@@ -145,11 +152,11 @@ class PostgresDb:
 
     def _migrate(self, conn: psycopg.Connection[Any]) -> None:
         """Bring a database of an older schema up to SCHEMA_VERSION (inside _open's transaction)."""
-        row = conn.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        row = conn.execute(SQL.schema_version).fetchone()
         version = int(row[0]) if row and str(row[0]).isdigit() else SCHEMA_VERSION
         for target in range(version + 1, SCHEMA_VERSION + 1):
             conn.execute(MIGRATIONS[target])
-            conn.execute("UPDATE meta SET value = %s WHERE key = 'schema_version'", (str(target),))
+            conn.execute(SQL.set_schema_version, (str(target),))
 
     def _tables(self, conn: psycopg.Connection[Any]) -> set[str]:
         rows = conn.execute(
@@ -296,6 +303,8 @@ class PostgresDb:
         again on a new connection when the connection was lost."""
         return self._run(lambda conn: conn.execute(sql, params).fetchall())
 
+    _rows = _read  # what SqlReads reads with
+
     # -- the database of record --------------------------------------------------------------------
 
     def _tallies(self) -> dict[int, int]:
@@ -313,38 +322,6 @@ class PostgresDb:
         """Number of URLs in each state (every state present, zero included)."""
         found = self._tallies()
         return {s: found.get(int(s), 0) for s in UrlState}
-
-    def records(self) -> Iterator[UrlRecord]:
-        """Stream every URL row in insertion order (for export)."""
-        return self._records("", ())
-
-    def _records(self, where: str, args: tuple[Any, ...]) -> Iterator[UrlRecord]:
-        """Stream the rows that `where` (an SQL condition and AND, or '') selects, in insertion order."""
-        last = 0
-        while True:
-            # Keyset pages: no transaction stays open between yields.
-            rows = self._read(
-                f"SELECT u.id, {RECORD_COLS} FROM urls u JOIN hosts h ON h.id = u.host_id"
-                f" WHERE {where} u.id > %s ORDER BY u.id LIMIT 1000", (*args, last))
-            if not rows:
-                return
-            last = rows[-1][0]
-            for row in rows:
-                yield row_to_record(row[1:])
-
-    def links(self) -> Iterator[LinkEdge]:
-        """Stream every stored link, page by page in the order the pages were first known."""
-        last = 0
-        while True:
-            rows = self._read(  # keyset pages, as records()
-                "SELECT l.url_id, u.url, l.links FROM links l JOIN urls u ON u.id = l.url_id"
-                " WHERE l.url_id > %s ORDER BY l.url_id LIMIT 200", (last,))
-            if not rows:
-                return
-            last = rows[-1][0]
-            for _, page, stored in rows:
-                for to_url, anchor, kind, nofollow in decode_links(stored):
-                    yield LinkEdge(page, to_url, anchor, kind, nofollow)
 
     def _update_batches(self, items: Iterable[T], statement: str,
                         columns: Callable[[list[T]], tuple[Any, ...]]) -> int:
@@ -372,8 +349,7 @@ class PostgresDb:
             lambda b: ([x[0] for x in b], [float(x[1]) for x in b], [float(x[2]) for x in b]))
         # Every host's best priority anew (hosts in id order, as every lock is taken).
         self._write(lambda conn: conn.execute(
-            f"UPDATE hosts SET best = {BEST_OF_HOST.format(host='hosts.id')} WHERE id IN"
-            " (SELECT id FROM hosts ORDER BY id FOR UPDATE)"))
+            SQL.best_all + " WHERE id IN (SELECT id FROM hosts ORDER BY id FOR UPDATE)"))
         return known
 
     def add_scores(self, items: Iterable[tuple[str, float]]) -> int:
@@ -396,16 +372,12 @@ class PostgresDb:
 
     def set_inlinks(self, items: Iterable[tuple[str, int]]) -> int:
         """Replace every URL's inlink count (those not given get 0); returns how many were known."""
-        self._write(lambda conn: conn.execute("UPDATE urls SET inlinks = 0 WHERE inlinks <> 0"))
+        self._write(lambda conn: conn.execute(SQL.reset_inlinks))
         return self._update_batches(
             items,
             "UPDATE urls u SET inlinks = v.n FROM unnest(%s::text[], %s::int[]) AS v(url, n)"
             " WHERE u.url = v.url",
             lambda b: ([x[0] for x in b], [int(x[1]) for x in b]))
-
-    def failures(self) -> Iterator[UrlRecord]:
-        """Stream every URL that ended GONE, in insertion order (what a `--resume` may revive)."""
-        return self._records("u.state = %s AND", (int(UrlState.GONE),))
 
     def requeue(self, urls: Iterable[str]) -> int:
         """Queue GONE URLs again as UNFETCHED, their failure forgotten (its cause was mended);
@@ -444,7 +416,7 @@ class PostgresDb:
         """Replace the crawl's duplicates: each (url, kept url) becomes DUPLICATE of the kept one; URLs
         marked before and not given now are FETCHED again. Returns how many were marked."""
         def unmark(conn: psycopg.Connection[Any]) -> None:
-            n = conn.execute("UPDATE urls SET state = %s, duplicate_of = '' WHERE state = %s",
+            n = conn.execute(SQL.unmark_duplicates,
                              (int(UrlState.FETCHED), int(UrlState.DUPLICATE))).rowcount
             if n:
                 conn.execute("INSERT INTO tallies(what, n) VALUES (%s, %s), (%s, %s)",
@@ -489,11 +461,7 @@ class PostgresDb:
 
         def work(conn: psycopg.Connection[Any]) -> list[UrlRecord]:
             # Held rows carry lease_until, as SqliteBulk.generate's.
-            ids = [r[0] for r in conn.execute(
-                "SELECT id FROM (SELECT id, depth, score,"
-                f" ROW_NUMBER() OVER (PARTITION BY host_id ORDER BY {key}) AS n"
-                " FROM urls WHERE queued AND next_fetch_time <= %s AND lease_until <= %s) s"
-                f" WHERE n <= %s ORDER BY {key} LIMIT %s",
+            ids = [r[0] for r in conn.execute(SQL.generate.format(key=key),
                 (now, now, max_per_host or 1 << 62, max(limit, 0))).fetchall()]
             if not ids:
                 return []
@@ -516,62 +484,10 @@ class PostgresDb:
         )
         return [(str(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in rows]
 
-    def host_totals(self) -> list[HostTotals]:
-        """Per host: URLs by state, URLs with an error, bytes on the wire (one scan, in SQL), by name."""
-        rows = self._read(
-            "SELECT h.name, u.state, COUNT(*), COUNT(*) FILTER (WHERE u.error_class <> ''), SUM(u.wire_bytes)"
-            " FROM urls u JOIN hosts h ON h.id = u.host_id GROUP BY h.name, u.state ORDER BY h.name"
-        )
-        hosts: dict[str, tuple[dict[UrlState, int], list[int]]] = {}
-        for name, state, urls, errors, wire_bytes in rows:
-            states, sums = hosts.setdefault(str(name), ({s: 0 for s in UrlState}, [0, 0]))
-            states[UrlState(state)] = int(urls)
-            sums[0] += int(errors)
-            sums[1] += int(wire_bytes)
-        return [HostTotals(name, states, errors, wire_bytes)
-                for name, (states, (errors, wire_bytes)) in hosts.items()]
-
-    def totals(self) -> CrawlTotals:
-        """Responses, bytes on the wire, and the span of fetch times over all URLs (one scan, in SQL)."""
-        row = self._read(
-            "SELECT COUNT(*) FILTER (WHERE http_status > 0), COALESCE(SUM(wire_bytes), 0),"
-            " COALESCE(MIN(fetch_time) FILTER (WHERE http_status > 0), 0),"
-            " COALESCE(MAX(fetch_time) FILTER (WHERE http_status > 0), 0),"
-            " COALESCE(SUM(body_wire_bytes), 0), COALESCE(SUM(body_size), 0), COALESCE(SUM(saved_bytes), 0),"
-            " COUNT(*) FILTER (WHERE partial <> '') FROM urls"
-        )[0]
-        return CrawlTotals(int(row[0]), int(row[1]), float(row[2]), float(row[3]),
-                           int(row[4]), int(row[5]), int(row[6]), int(row[7]))
-
-    def error_counts(self) -> dict[str, int]:
-        """Number of URLs per recorded error class."""
-        rows = self._read(
-            "SELECT error_class, COUNT(*) FROM urls WHERE error_class <> '' GROUP BY error_class")
-        return {str(k): int(v) for k, v in rows}
-
-    def get(self, url: str) -> UrlRecord | None:
-        """The row of `url`, or None when it is not known."""
-        rows = self._read(
-            f"SELECT {RECORD_COLS} FROM urls u JOIN hosts h ON h.id = u.host_id WHERE u.url = %s", (url,))
-        return row_to_record(rows[0]) if rows else None
-
-    def host_best(self, host: str) -> float | None:
-        """The priority an ordered lease ranks `host` by (hosts.best; inf: nothing queued), or None
-        when the host is not known."""
-        rows = self._read("SELECT best FROM hosts WHERE name = %s", (host,))
-        return float(rows[0][0]) if rows else None
-
-    def get_meta(self, key: str) -> str | None:
-        """A stored run-metadata value (seeds, config, start time), or None."""
-        rows = self._read("SELECT value FROM meta WHERE key = %s", (key,))
-        return str(rows[0][0]) if rows else None
-
     def set_meta(self, key: str, value: str) -> None:
         """Store a run-metadata value."""
         self._write(lambda conn: conn.execute(
-            "INSERT INTO meta(key, value) VALUES (%s, %s)"
-            " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-            (key, value)))
+            SQL.set_meta, (key, value)))
 
     def close(self) -> None:
         """Close the connection; idempotent. Leases still out expire as a dead process's would."""

@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import islice
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from harvestman.model.records import UrlRecord, UrlState
 from harvestman.store.frontier import GENERATE_ORDERS, row_to_record, signed64
-from harvestman.store.sqlite_file import BEST_OF_HOST, SqliteFile
+from harvestman.store.sql_shared import SQLITE_SQL as SQL
+from harvestman.store.sqlite_file import SqliteFile
 
 T = TypeVar("T")
 _BATCH = 10_000  # rows an executemany, so that a job over 10^6 URLs never holds them all
@@ -33,7 +34,7 @@ class SqliteBulk(SqliteFile):
                 known += db.executemany("UPDATE urls SET score = ?, priority = ? WHERE url = ?",
                                         [(s, p, u) for u, s, p in batch]).rowcount
         with self._tx() as db:  # every host's best priority anew: one index probe a host
-            db.execute(f"UPDATE hosts SET best = {BEST_OF_HOST.format(host='hosts.id')}")
+            db.execute(SQL.best_all)
         return known
 
     def add_scores(self, items: Iterable[tuple[str, float]]) -> int:
@@ -58,7 +59,7 @@ class SqliteBulk(SqliteFile):
         """Replace every URL's inlink count (those not given get 0); returns how many were known."""
         known = 0
         with self._tx() as db:  # one transaction: a reader never sees half the counts
-            db.execute("UPDATE urls SET inlinks = 0 WHERE inlinks <> 0")
+            db.execute(SQL.reset_inlinks)
             for batch in _batches(items):
                 known += db.executemany("UPDATE urls SET inlinks = ? WHERE url = ?",
                                         [(n, u) for u, n in batch]).rowcount
@@ -69,32 +70,13 @@ class SqliteBulk(SqliteFile):
         marked before and not given now are FETCHED again. Returns how many were marked."""
         marked = 0
         with self._tx() as db:
-            db.execute("UPDATE urls SET state = ?, duplicate_of = '' WHERE state = ?",
+            db.execute(SQL.unmark_duplicates,
                        (int(UrlState.FETCHED), int(UrlState.DUPLICATE)))
             for batch in _batches(pairs):
                 marked += db.executemany(
                     "UPDATE urls SET state = ?, duplicate_of = ? WHERE url = ? AND url <> ?",
                     [(int(UrlState.DUPLICATE), kept, url, kept) for url, kept in batch]).rowcount
         return marked
-
-    def failures(self) -> Iterator[UrlRecord]:
-        """Stream every URL that ended GONE, in insertion order (what a `--resume` may revive)."""
-        return self._records("u.state = ? AND", (int(UrlState.GONE),))
-
-    def _records(self, where: str, args: tuple[Any, ...]) -> Iterator[UrlRecord]:
-        """Stream the rows that `where` (an SQL condition and AND, or '') selects, in insertion order."""
-        last = 0
-        while True:
-            # Keyset pages: no read transaction stays open between yields, so writers are never blocked.
-            with self._reading():
-                rows = self._read().execute(
-                    f"SELECT u.id, {self._record_cols} FROM urls u JOIN hosts h ON h.id = u.host_id"
-                    f" WHERE {where} u.id > ? ORDER BY u.id LIMIT 1000", (*args, last)).fetchall()
-            if not rows:
-                return
-            last = rows[-1][0]
-            for row in rows:
-                yield row_to_record(row[1:])
 
     def requeue(self, urls: Iterable[str]) -> int:
         """Queue GONE URLs again as UNFETCHED, their failure forgotten (its cause was mended);
@@ -135,10 +117,7 @@ class SqliteBulk(SqliteFile):
             # Held rows carry lease_until: neither generate nor a crawl's lease takes them before it
             # passes; reporting a fetch (complete) clears it.
             ids = [r[0] for r in db.execute(
-                "SELECT id FROM (SELECT id, depth, score,"
-                f" ROW_NUMBER() OVER (PARTITION BY host_id ORDER BY {key}) AS n"
-                " FROM urls WHERE queued = 1 AND next_fetch_time <= ? AND lease_until <= ?)"
-                f" WHERE n <= ? ORDER BY {key} LIMIT ?",
+                SQL.generate.format(key=key),
                 (now, now, max_per_host or 1 << 62, max(limit, 0)),
             )]
             if not ids:

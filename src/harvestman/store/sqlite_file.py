@@ -5,16 +5,23 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import re
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Self
+from typing import Any, Self
 
 from harvestman.model.errors import FrontierError
 from harvestman.model.records import UrlState
+from harvestman.store.sql_shared import BEST_OF_HOST as SHARED_BEST_OF_HOST
+from harvestman.store.sql_shared import LEASE_EXPIRY_INDEX, META_TABLE, SQLITE, render
+from harvestman.store.sql_shared import SQLITE_SQL as SQL
+from harvestman.store.sql_shared import record_columns as shared_record_columns
 
-SCHEMA_VERSION = 7  # 2: urls.title; 3: queued URLs by priority (re-visits), the link graph;
+# The version _SCHEMA creates; a later one is its migration alone (a new file runs it too), so that a
+# new column is a UrlRecord field and one migration here (SCHEMA_VERSION follows _MIGRATIONS).
+_SCHEMA_BASE = 7  # 2: urls.title; 3: queued URLs by priority (re-visits), the link graph;
 # 4: what batch jobs and schedules keep (simhash, duplicate_of, fetch_interval, inlinks, metadata);
 # 5: what a fetch cost and found (body_wire_bytes, saved_bytes, partial, change, checked_by);
 # 6: focused crawling's judgement of a page (topic, relevance); 7: hosts.best, the global lease order
@@ -54,14 +61,7 @@ END""",
     UPDATE hosts SET pending = pending + new.queued - old.queued WHERE id = new.host_id;
 END""",
 )
-# A host's best priority: never above the lowest priority of its queued URLs not leased (a new,
-# re-queued or freed URL lowers it at once), and set to exactly that when an ordered lease takes
-# from the host ("inf": none). A lease ordered globally takes the ready hosts by it (sqlite_store).
-NO_PRIORITY = "9e999"  # SQLite's literal for +inf
-BEST_OF_HOST = (
-    "COALESCE((SELECT priority FROM urls WHERE host_id = {host} AND queued = 1 AND lease_until = 0"
-    f" ORDER BY priority LIMIT 1), {NO_PRIORITY})"
-)
+BEST_OF_HOST = render(SHARED_BEST_OF_HOST, SQLITE)  # see sql_shared.BEST_OF_HOST
 # The ordered lease's index, made by a store opened ordered and dropped by one opened unordered
 # (sqlite_store): its entries move at every lease and outcome (ready_at), which a bfs crawl, whose
 # lease never reads it, should not pay for. On best alone, ties sorted apart by ready_at, the lease
@@ -74,8 +74,8 @@ _QUEUE_INDEX = "CREATE INDEX urls_queue ON urls(host_id, priority) WHERE queued 
 # One row a page, not one an edge: a page's links cost one insert on the crawl's hot path.
 _LINKS_TABLE = "CREATE TABLE links(url_id INTEGER PRIMARY KEY, links TEXT NOT NULL)"
 _SCHEMA = (
-    """
-CREATE TABLE meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);
+    f"""
+{META_TABLE};
 CREATE TABLE hosts(
     id INTEGER PRIMARY KEY,
     name TEXT NOT NULL UNIQUE,
@@ -131,7 +131,7 @@ CREATE TABLE urls(
 );
 -- Leased rows only: a few thousand at most, so expiry and next-ready scans stay cheap.
 CREATE INDEX urls_leased ON urls(host_id, lease_until) WHERE lease_until > 0;
-CREATE INDEX urls_lease_expiry ON urls(lease_until) WHERE lease_until > 0;
+{LEASE_EXPIRY_INDEX};
 CREATE TABLE state_counts(state INTEGER PRIMARY KEY, n INTEGER NOT NULL);
 """
     + "".join(f"{s};\n" for s in (_QUEUE_INDEX, *_TRIGGERS, _LINKS_TABLE))
@@ -178,31 +178,23 @@ _MIGRATIONS: dict[int, tuple[str, ...]] = {
     6: tuple(f"ALTER TABLE urls ADD COLUMN {column}" for column in _V6_COLUMNS),
     # One pass over the hosts, each an index probe into its queue.
     7: (
-        f"ALTER TABLE hosts ADD COLUMN best REAL NOT NULL DEFAULT {NO_PRIORITY}",
-        f"UPDATE hosts SET best = {BEST_OF_HOST.format(host='hosts.id')}",
+        f"ALTER TABLE hosts ADD COLUMN best REAL NOT NULL DEFAULT {SQLITE.infinity}",
+        SQL.best_all,
         "DROP TRIGGER urls_ins",
         "DROP TRIGGER urls_queued",
         _TRIGGERS[0],
         _TRIGGERS[2],
     ),
 }
+SCHEMA_VERSION = max(_MIGRATIONS)
 
 
 def record_columns(version: int) -> str:
-    """The UrlRecord columns; a file of an older schema, open read-only, gets its defaults."""
-    # final_url is stored only when it differs from the URL (most rows would hold their URL twice).
-    return (
-        "u.url, h.name, u.state, u.depth, u.retries, u.score, u.parent, u.fetch_time, u.next_fetch_time,"
-        " u.http_status, u.error_class, u.error_message, u.signature, u.etag, u.last_modified,"
-        " u.content_type, u.body_size, u.wire_bytes,"
-        " CASE WHEN u.final_url <> '' THEN u.final_url WHEN u.http_status > 0 THEN u.url ELSE '' END,"
-        + (" u.title" if version >= 2 else " ''")
-        + (", u.simhash, u.duplicate_of, u.fetch_interval, u.inlinks, u.metadata" if version >= 4
-           else ", 0, '', 0, 0, ''")
-        + (", u.body_wire_bytes, u.saved_bytes, u.partial, u.change, u.checked_by" if version >= 5
-           else ", 0, 0, '', '', ''")
-        + (", u.topic, u.relevance" if version >= 6 else ", '', 0")
-    )
+    """The UrlRecord columns; a file of an older schema, open read-only, gets its defaults for the
+    columns added since (by _MIGRATIONS)."""
+    added = (re.findall(r"ADD COLUMN (\w+)", sql) for v in range(version + 1, SCHEMA_VERSION + 1)
+             for sql in _MIGRATIONS[v])
+    return shared_record_columns({name for names in added for name in names})
 
 
 class SqliteFile:
@@ -348,8 +340,10 @@ class SqliteFile:
             counts = "".join(f"INSERT INTO state_counts VALUES ({int(s)}, 0);" for s in UrlState)
             db.executescript(
                 f"BEGIN IMMEDIATE;{_SCHEMA}{counts}"
-                f"INSERT INTO meta VALUES ('schema_version', '{SCHEMA_VERSION}');COMMIT;"
+                f"INSERT INTO meta VALUES ('schema_version', '{_SCHEMA_BASE}');COMMIT;"
             )
+            if _SCHEMA_BASE < SCHEMA_VERSION:
+                self._migrate()
             return
         self._check_schema()
 
@@ -358,7 +352,7 @@ class SqliteFile:
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if "meta" not in tables or "urls" not in tables:
             raise FrontierError(f"{self.path} is an SQLite file but not a harvestman crawl database")
-        row = db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()
+        row = db.execute(SQL.schema_version).fetchone()
         version = int(row[0]) if row and str(row[0]).isdigit() else -1
         if version > SCHEMA_VERSION:
             raise FrontierError(
@@ -379,11 +373,11 @@ class SqliteFile:
             db.execute("BEGIN IMMEDIATE")
             try:
                 # Read again under the write lock: another process may have migrated meanwhile.
-                current = int(db.execute("SELECT value FROM meta WHERE key = 'schema_version'").fetchone()[0])
+                current = int(db.execute(SQL.schema_version).fetchone()[0])
                 if current < target:
                     for statement in _MIGRATIONS[target]:
                         db.execute(statement)
-                    db.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (str(target),))
+                    db.execute(SQL.set_schema_version, (str(target),))
                 db.execute("COMMIT")
             except BaseException:
                 if db.in_transaction:
@@ -428,6 +422,11 @@ class SqliteFile:
         if self._closed:
             raise FrontierError(f"crawl database {self.path} is closed")
         return self._db
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+        """The rows of one read (see SqlReads)."""
+        with self._reading():
+            return self._read().execute(sql, params).fetchall()
 
     def integrity_check(self) -> str:
         """SQLite's own integrity check: 'ok', or the problems it found."""

@@ -5,26 +5,26 @@ from __future__ import annotations
 import json
 import operator
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from harvestman.model.errors import FrontierError
 from harvestman.model.faults import crash_point
 from harvestman.model.records import (
-    CrawlTotals,
     FetchOutcome,
-    HostTotals,
     LeasedUrl,
-    LinkEdge,
     NewUrl,
     PageLinks,
     UrlRecord,
     UrlState,
     landing_state,
 )
-from harvestman.store.frontier import HostStats, row_to_record, signed64
-from harvestman.store.linkcodec import decode_links, encode_links
+from harvestman.store.frontier import HostStats
+from harvestman.store.linkcodec import encode_links
+from harvestman.store.sql_reads import SqlReads
+from harvestman.store.sql_shared import RECORD_FIELDS, SQLITE, outcome_params, record_values
+from harvestman.store.sql_shared import SQLITE_SQL as SQL
 from harvestman.store.sqlite_bulk import SqliteBulk
 from harvestman.store.sqlite_file import BEST_OF_HOST, ORDER_INDEX, ORDER_INDEX_SQL
 
@@ -35,40 +35,17 @@ _UNKNOWN_URLS = "SELECT value FROM json_each(?) WHERE value NOT IN (SELECT url F
 _INSERT_URL = (
     "INSERT OR IGNORE INTO urls(url, host_id, depth, score, parent, priority) VALUES (?, ?, ?, ?, ?, ?)"
 )
+# A whole row (put_records): the record's columns, then its priority (its depth) and whether queued.
 _PUT_RECORD = (
-    "INSERT OR IGNORE INTO urls(url, host_id, state, depth, retries, score, parent, fetch_time,"
-    " next_fetch_time, http_status, error_class, error_message, signature, etag, last_modified,"
-    " content_type, body_size, wire_bytes, final_url, title, priority, queued, simhash, duplicate_of,"
-    " fetch_interval, inlinks, metadata, body_wire_bytes, saved_bytes, partial, change, checked_by, topic,"
-    " relevance) VALUES (" + ", ".join("?" * 34) + ")"
+    "INSERT OR IGNORE INTO urls(" + ", ".join(("host_id" if f == "host" else f) for f in RECORD_FIELDS)
+    + ", priority, queued) VALUES (" + ", ".join("?" * (len(RECORD_FIELDS) + 2)) + ")"
 )
-_WRITE_OUTCOME = """
-UPDATE urls SET state = :state, fetch_time = :fetch_time, next_fetch_time = :next_fetch_time,
-    http_status = :http_status, error_class = :error_class, error_message = :error_message,
-    signature = CASE WHEN :keep AND :signature = '' THEN signature ELSE :signature END,
-    etag = CASE WHEN :keep AND :etag = '' THEN etag ELSE :etag END,
-    last_modified = CASE WHEN :keep AND :last_modified = '' THEN last_modified ELSE :last_modified END,
-    content_type = CASE WHEN :keep AND :content_type = '' THEN content_type ELSE :content_type END,
-    title = CASE WHEN :keep AND :title = '' THEN title ELSE :title END,
-    body_size = CASE WHEN :keep AND :body_size = 0 THEN body_size ELSE :body_size END,
-    wire_bytes = :wire_bytes, final_url = :final_url,
-    retries = retries + :retried, lease_until = 0, queued = :queued,
-    fetch_interval = CASE WHEN :fetch_interval > 0 THEN :fetch_interval ELSE fetch_interval END,
-    simhash = CASE WHEN :simhash <> 0 THEN :simhash
-              WHEN :keep OR :signature = signature THEN simhash ELSE 0 END,
-    body_wire_bytes = :body_wire_bytes,
-    saved_bytes = CASE WHEN :keep AND :saved_bytes = 0 THEN MAX(wire_bytes + saved_bytes - :wire_bytes, 0)
-                  ELSE :saved_bytes END,
-    partial = :partial,
-    change = :change, checked_by = :checked_by, topic = :topic, relevance = :relevance
-WHERE id = :id
-"""
 
 
 def _numbered(sql: str) -> tuple[str, Callable[[dict[str, Any]], tuple[Any, ...]]]:
     """`sql` with its `:name` parameters numbered (?1, ?2, ...), and what takes their values, in
     that order, from a dict of them: sqlite3 binds a dict by making a str of every parameter's name
-    and looking it up, a tuple by position. _WRITE_OUTCOME's 27 parameters: 8.5 -> 3.8 µs a row
+    and looking it up, a tuple by position. write_outcome's 27 parameters: 8.5 -> 3.8 µs a row
     alone; SqliteStore.complete of 35 pages a call, 34.9 -> 31.9 µs a page (medians of 5 runs)."""
     names: list[str] = []
 
@@ -82,10 +59,10 @@ def _numbered(sql: str) -> tuple[str, Callable[[dict[str, Any]], tuple[Any, ...]
     return numbered, lambda values: tuple(pick(values))
 
 
-_WRITE_OUTCOME_NUMBERED, _outcome_values = _numbered(_WRITE_OUTCOME)
+_WRITE_OUTCOME_NUMBERED, _outcome_values = _numbered(SQL.write_outcome)
 
 
-class SqliteStore(SqliteBulk):
+class SqliteStore(SqliteBulk, SqlReads):
     """A Store on one SQLite file; the default, `DIR/crawl.db`.
 
     The worker processes of one crawl share the file: the process that holds the lock starts them,
@@ -99,6 +76,9 @@ class SqliteStore(SqliteBulk):
     across hosts, politeness as ever; without it (bfs, the default) in the order their clocks
     allow, as cheap as ever.
     """
+
+    _dialect = SQLITE
+    _sql = SQL
 
     def __init__(
         self,
@@ -204,14 +184,7 @@ class SqliteStore(SqliteBulk):
             return 0
         with self._tx() as db:
             ids = self._host_ids({r.host for r in records})
-            rows = [(r.url, ids[r.host], int(r.state), r.depth, r.retries, r.score, r.parent, r.fetch_time,
-                     r.next_fetch_time, r.http_status, r.error_class, r.error_message, r.signature, r.etag,
-                     r.last_modified, r.content_type, r.body_size, r.wire_bytes,
-                     "" if r.final_url == r.url else r.final_url, r.title, float(r.depth), int(queued),
-                     signed64(r.simhash), r.duplicate_of, r.fetch_interval, r.inlinks, r.metadata,
-                     r.body_wire_bytes, r.saved_bytes, r.partial, r.change, r.checked_by, r.topic,
-                     r.relevance)
-                    for r in records]
+            rows = [(*record_values(r, ids[r.host]), float(r.depth), int(queued)) for r in records]
             return db.executemany(_PUT_RECORD, rows).rowcount
 
     def lease(self, limit: int, now: float) -> list[LeasedUrl]:
@@ -350,34 +323,7 @@ class SqliteStore(SqliteBulk):
         queued = state == UrlState.UNFETCHED or next_fetch_time > 0
         db.execute(
             _WRITE_OUTCOME_NUMBERED,
-            _outcome_values({
-                "id": url_id,
-                "state": int(state),
-                "fetch_time": o.fetch_time,
-                "next_fetch_time": next_fetch_time,
-                "queued": int(queued),
-                "http_status": o.http_status,
-                "error_class": o.error_class,
-                "error_message": o.error_message,
-                # A 304 usually repeats no validators: keep what the last full fetch recorded; and
-                # it has no body: keep the page's size, and count what it saved against the page's
-                # full response (the row's wire + saved bytes), which the next check compares with.
-                "keep": state == UrlState.NOT_MODIFIED,
-                "signature": o.signature,
-                "etag": o.etag,
-                "last_modified": o.last_modified,
-                "content_type": o.content_type,
-                "body_size": o.body_size,
-                "wire_bytes": o.wire_bytes,
-                "final_url": o.final_url if url == o.url else "",
-                "title": o.title,
-                "retried": 1 if o.retried and url == o.url else 0,
-                "fetch_interval": o.fetch_interval,
-                # Kept while the content is the same; a changed page's old SimHash would mislead dedup.
-                "simhash": signed64(o.simhash),
-                "body_wire_bytes": o.body_wire_bytes, "saved_bytes": o.saved_bytes, "partial": o.partial,
-                "change": o.change, "checked_by": o.checked_by, "topic": o.topic, "relevance": o.relevance,
-            }),
+            _outcome_values(outcome_params(o, url, url_id, state, next_fetch_time, queued)),
         )
         db.execute(
             "UPDATE hosts SET in_flight = MAX(in_flight - ?, 0),"
@@ -402,13 +348,13 @@ class SqliteStore(SqliteBulk):
     def set_host_delay(self, host: str, delay: float) -> None:
         """Set the seconds between two requests to `host` (robots.txt Crawl-delay)."""
         with self._tx() as db:
-            db.execute("UPDATE hosts SET delay = ? WHERE id = ?", (delay, self._host_id(host)))
+            db.execute(SQL.set_host_delay, (delay, self._host_id(host)))
 
     def pause_host(self, host: str, until: float, reason: str) -> None:
         """Lease nothing from `host` before `until`; a pause is only ever extended, never shortened."""
         with self._tx() as db:
             db.execute(
-                "UPDATE hosts SET paused_until = MAX(paused_until, ?), pause_reason = ? WHERE id = ?",
+                SQL.pause_host,
                 (until, reason, self._host_id(host)),
             )
 
@@ -425,18 +371,14 @@ class SqliteStore(SqliteBulk):
     def host_success(self, host: str) -> None:
         """Reset the consecutive-failure count of `host`."""
         with self._tx() as db:
-            db.execute("UPDATE hosts SET failures = 0 WHERE name = ? AND failures <> 0", (host,))
+            db.execute(SQL.host_success, (host,))
 
     def release_leases(self) -> int:
         """Hand back every lease (a crawl resumed by its only process); returns how many there were."""
         with self._tx() as db:
-            db.execute(
-                "UPDATE hosts SET best = MIN(hosts.best, r.best) FROM (SELECT host_id,"
-                " MIN(priority) AS best FROM urls WHERE lease_until > 0 AND queued = 1 GROUP BY host_id) r"
-                " WHERE hosts.id = r.host_id"
-            )
-            n = db.execute("UPDATE urls SET lease_until = 0 WHERE lease_until > 0").rowcount
-            db.execute("UPDATE hosts SET in_flight = 0, wake_at = 0 WHERE in_flight <> 0 OR wake_at <> 0")
+            db.execute(SQL.release_best)
+            n = db.execute(SQL.release_urls).rowcount
+            db.execute(SQL.release_hosts)
             return n
 
     # -- status and export ------------------------------------------------------------------------------
@@ -451,23 +393,6 @@ class SqliteStore(SqliteBulk):
         """Number of queued URLs, due or not, leased or not: the work the crawl has left."""
         with self._reading():
             return int(self._read().execute("SELECT COALESCE(SUM(pending), 0) FROM hosts").fetchone()[0])
-
-    def due_count(self, now: float) -> int:
-        """Number of queued URLs that are due and not leased."""
-        with self._reading():
-            return int(
-                self._read()
-                .execute(
-                    "SELECT COUNT(*) FROM urls WHERE queued = 1 AND next_fetch_time <= ? AND lease_until = 0",
-                    (now,),
-                )
-                .fetchone()[0]
-            )
-
-    def in_flight(self) -> int:
-        """Number of URLs currently leased."""
-        with self._reading():
-            return int(self._read().execute("SELECT COUNT(*) FROM urls WHERE lease_until > 0").fetchone()[0])
 
     def next_ready_time(self, *, everywhere: bool = False) -> float | None:
         """Earliest time a lease may succeed (never later than the truth), or None when nothing is queued.
@@ -489,31 +414,6 @@ class SqliteStore(SqliteBulk):
             )
         return None if row[0] is None else float(row[0])
 
-    def records(self) -> Iterator[UrlRecord]:
-        """Stream every URL row in insertion order (for export)."""
-        return self._records("", ())
-
-    def links(self) -> Iterator[LinkEdge]:
-        """Stream every stored link, page by page in the order the pages were first known."""
-        last = 0
-        while True:
-            with self._reading():  # keyset pages, as records(): no read transaction held between yields
-                rows = (
-                    self._read()
-                    .execute(
-                        "SELECT l.url_id, u.url, l.links FROM links l JOIN urls u ON u.id = l.url_id"
-                        " WHERE l.url_id > ? ORDER BY l.url_id LIMIT 200",
-                        (last,),
-                    )
-                    .fetchall()
-                )
-            if not rows:
-                return
-            last = rows[-1][0]
-            for _, page, stored in rows:
-                for to_url, anchor, kind, nofollow in decode_links(stored):
-                    yield LinkEdge(page, to_url, anchor, kind, nofollow)
-
     def host_stats(self) -> list[HostStats]:
         """Per host: (host, queued, fetched, errors); fetched counts FETCHED and NOT_MODIFIED."""
         with self._reading():
@@ -529,80 +429,7 @@ class SqliteStore(SqliteBulk):
             )
         return [(str(r[0]), int(r[1]), int(r[2]), int(r[3])) for r in rows]
 
-    def host_totals(self) -> list[HostTotals]:
-        """Per host: URLs by state, URLs with an error, bytes on the wire (one scan, in SQL), by name."""
-        with self._reading():
-            rows = (
-                self._read()
-                .execute(
-                    "SELECT h.name, u.state, COUNT(*), SUM(u.error_class <> ''), SUM(u.wire_bytes)"
-                    " FROM urls u JOIN hosts h ON h.id = u.host_id GROUP BY u.host_id, u.state"
-                    " ORDER BY h.name"
-                )
-                .fetchall()
-            )
-        hosts: dict[str, tuple[dict[UrlState, int], list[int]]] = {}
-        for name, state, urls, errors, wire_bytes in rows:
-            states, sums = hosts.setdefault(str(name), ({s: 0 for s in UrlState}, [0, 0]))
-            states[UrlState(state)] = int(urls)
-            sums[0] += int(errors)
-            sums[1] += int(wire_bytes)
-        return [HostTotals(name, states, errors, wire_bytes)
-                for name, (states, (errors, wire_bytes)) in hosts.items()]
-
-    def totals(self) -> CrawlTotals:
-        """Responses, bytes on the wire, and the span of fetch times over all URLs (one scan, in SQL)."""
-        with self._reading():
-            row = self._read().execute(
-                "SELECT COUNT(*) FILTER (WHERE http_status > 0), COALESCE(SUM(wire_bytes), 0),"
-                " COALESCE(MIN(fetch_time) FILTER (WHERE http_status > 0), 0),"
-                " COALESCE(MAX(fetch_time) FILTER (WHERE http_status > 0), 0),"
-            " COALESCE(SUM(body_wire_bytes), 0), COALESCE(SUM(body_size), 0), COALESCE(SUM(saved_bytes), 0),"
-            " COUNT(*) FILTER (WHERE partial <> '') FROM urls"
-            ).fetchone()
-        return CrawlTotals(int(row[0]), int(row[1]), float(row[2]), float(row[3]),
-                           int(row[4]), int(row[5]), int(row[6]), int(row[7]))
-
-    def error_counts(self) -> dict[str, int]:
-        """Number of URLs per recorded error class."""
-        with self._reading():
-            rows = (
-                self._read()
-                .execute(
-                    "SELECT error_class, COUNT(*) FROM urls WHERE error_class <> '' GROUP BY error_class"
-                )
-                .fetchall()
-            )
-        return {str(k): int(v) for k, v in rows}
-
-    def get(self, url: str) -> UrlRecord | None:
-        """The row of `url`, or None when it is not known."""
-        with self._reading():
-            row = (
-                self._read()
-                .execute(
-                    f"SELECT {self._record_cols} FROM urls u JOIN hosts h ON h.id = u.host_id"
-                    " WHERE u.url = ?",
-                    (url,),
-                )
-                .fetchone()
-            )
-        return None if row is None else row_to_record(row)
-
-    def host_best(self, host: str) -> float | None:
-        """The priority an ordered lease ranks `host` by (hosts.best; inf: nothing queued), or None
-        when the host is not known."""
-        with self._reading():
-            row = self._read().execute("SELECT best FROM hosts WHERE name = ?", (host,)).fetchone()
-        return None if row is None else float(row[0])
-
-    def get_meta(self, key: str) -> str | None:
-        """A stored run-metadata value (seeds, config, start time), or None."""
-        with self._reading():
-            row = self._read().execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else str(row[0])
-
     def set_meta(self, key: str, value: str) -> None:
         """Store a run-metadata value."""
         with self._tx() as db:
-            db.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, value))
+            db.execute(SQL.set_meta, (key, value))
