@@ -78,7 +78,8 @@ def test_a_refused_connection_exits_4_without_waiting_for_retries(tmp_path: Path
 
 
 def test_a_seed_that_does_not_resolve_gets_a_hint_and_the_assumed_scheme(tmp_path: Path) -> None:
-    with FakeDns({"nx.test": NXDOMAIN}) as dns:
+    # Its own address (not FakeDns's default): test modules may run at once (pytest -n).
+    with FakeDns({"nx.test": NXDOMAIN}, address="127.53.1.1") as dns:
         prefix = require_private_resolver(dns, tmp_path)
         done = run_cli_measured("crawl", "nx.test", "--out", str(tmp_path / "out"), "-q", "--retries", "0",
                                 timeout=60, prefix=prefix)

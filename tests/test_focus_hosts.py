@@ -43,6 +43,15 @@ def webs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TopicHosts,
         yield web_a, web_b, base / "examples"
 
 
+@pytest.fixture(scope="module")
+def full_b(webs: tuple[TopicHosts, TopicHosts, Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One unfocused crawl of the whole of web B, crawled once and only read and exported by the tests:
+    the pages the replays run over and the breadth-first order focus is compared with."""
+    out = tmp_path_factory.mktemp("web-b") / "full"
+    _crawl(webs[1], out)
+    return out
+
+
 def _focus_file(folder: Path, examples: Path, mode: str, **extra: object) -> Path:
     lines = [f'mode = "{mode}"'] + [f"{k} = {json.dumps(v)}" for k, v in extra.items()]
     for topic in sorted(p.name for p in examples.iterdir()):
@@ -83,12 +92,11 @@ def _rate(order: list[str], web: TopicHosts, n: int) -> float:
 
 @pytest.mark.timeout(900)
 def test_rules_learnt_on_another_web_find_the_topic_through_hubs_and_replay_agrees(
-        webs: tuple[TopicHosts, TopicHosts, Path], tmp_path: Path) -> None:
+        webs: tuple[TopicHosts, TopicHosts, Path], full_b: Path, tmp_path: Path) -> None:
     web_a, web_b, examples = webs
     total = len(web_b.labels)
     _crawl(web_a, tmp_path / "train")  # unfocused, the whole of web A: the rules' training crawl
-    _crawl(web_b, tmp_path / "full")  # unfocused, the whole of web B: the pages the replays run over
-    assert set(_fetched_in_order(tmp_path / "full")) == set(web_b.labels)
+    assert set(_fetched_in_order(full_b)) == set(web_b.labels)  # the pages the replays run over
     trained = _fetched_in_order(tmp_path / "train")
     # The rules never saw web B: the training crawl is web A and nothing else (the two webs' URLs differ
     # by address range, so this alone proves little), and no text of web B is on web A.
@@ -108,7 +116,7 @@ def test_rules_learnt_on_another_web_find_the_topic_through_hubs_and_replay_agre
     saved = json.loads((tmp_path / "rules" / "focus" / "focus.json").read_text())
     assert saved["rules"]["links"] > 0  # learnt from web A's link graph
     # The same strategy replayed over web B's stored pages, offline: the same harvest.
-    offline = _replayed(tmp_path / "full", rules, total, tmp_path / "replay-rules")
+    offline = _replayed(full_b, rules, total, tmp_path / "replay-rules")
     for share in (0.25, 0.5):
         n = int(total * share)
         assert abs(_rate(order, web_b, n) - _rate(offline, web_b, n)) <= 0.1, share
@@ -122,19 +130,18 @@ def test_rules_learnt_on_another_web_find_the_topic_through_hubs_and_replay_agre
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("concurrency", ["1", "100"])
-def test_a_live_soft_crawl_harvests_what_its_replay_does(webs: tuple[TopicHosts, TopicHosts, Path],
-                                                         tmp_path: Path, concurrency: str) -> None:
+def test_a_live_soft_crawl_harvests_what_its_replay_does(
+        webs: tuple[TopicHosts, TopicHosts, Path], full_b: Path, tmp_path: Path, concurrency: str) -> None:
     # 100 fetches at once (2 a host) over a web of 79 pages: a focused crawl leases at most a tenth
     # of what it has queued, or it would lease nearly all it knows and crawl breadth-first.
     _, web_b, examples = webs
     total = len(web_b.labels)
-    _crawl(web_b, tmp_path / "full")
     soft = _focus_file(tmp_path, examples, "soft")
     _crawl(web_b, tmp_path / "soft", "--max-pages", str(total // 2), "--focus", str(soft),
            "--concurrency", concurrency, "--per-host", "2")
     live = _fetched_in_order(tmp_path / "soft")
-    offline = _replayed(tmp_path / "full", soft, total // 2, tmp_path / "replay-soft")
-    bfs = _fetched_in_order(tmp_path / "full")
+    offline = _replayed(full_b, soft, total // 2, tmp_path / "replay-soft")
+    bfs = _fetched_in_order(full_b)
     for share in (0.25, 0.5):
         n = int(total * share)
         assert abs(_rate(live, web_b, n) - _rate(offline, web_b, n)) <= 0.1, share

@@ -158,7 +158,8 @@ def test_recrawl_takes_the_crawls_resolve_pins_and_asks_no_resolver(web: Web, tm
     assert first.returncode == 0, first.stderr
     fetched = states(out)["fetched"]
     assert fetched == 2  # the home page and /a.html
-    with FakeDns({}) as dns:
+    # Its own address (not FakeDns's default): test modules may run at once (pytest -n).
+    with FakeDns({}, address="127.53.2.1") as dns:
         prefix = require_private_resolver(dns, tmp_path)
         args = [*prefix, sys.executable, "-m", "harvestman.app.cli", "recrawl", str(out), "--all", "--json"]
         done = subprocess.run(args, capture_output=True, text=True, timeout=120, check=False)
