@@ -72,7 +72,7 @@ def _run(job: str, folder: Path, engine: BatchEngine | str, out: Path) -> Any:
         return pq.read_table(hb.dedup(work, distance=3, write_back=False, **common).path).to_pylist()
     # A fixed number of iterations: each runs every statement of the job on both engines, and a
     # statement that differs between them shows in the first. PageRank: 3 iterations (was 12; three
-    # Spark jobs each; this case alone 50/32 -> 17/18 s at load ~9, 14/12 -> 8/8 s at ~3): each runs on a
+    # Spark jobs each; 50/32 -> 17/18 s for this case on the busy machine): each statement runs on a
     # first, second and third table read from the one before. Checked by rounding Spark's scalars to 10
     # digits: 3 iterations fail (1.3e-12), as 12 do (2.6e-12). OPIC stays at 5 rounds: its history adds
     # up over rounds, and 3 rounds let that rounding pass. The ~130 iterations of convergence to 1e-9
