@@ -70,15 +70,11 @@ def _run(job: str, folder: Path, engine: BatchEngine | str, out: Path) -> Any:
         return pq.read_table(result.inlinks_path).to_pylist(), pq.read_table(result.counts_path).to_pylist()
     if job == "dedup":
         return pq.read_table(hb.dedup(work, distance=3, write_back=False, **common).path).to_pylist()
-    # A fixed number of iterations: each runs every statement of the job on both engines, and a
-    # statement that differs between them shows in the first. PageRank: 3 iterations (was 12; three
-    # Spark jobs each; 50/32 -> 17/18 s for this case on the busy machine): each statement runs on a
-    # first, second and third table read from the one before. Checked by rounding Spark's scalars to 10
-    # digits: 3 iterations fail (1.3e-12), as 12 do (2.6e-12). OPIC stays at 5 rounds: its history adds
-    # up over rounds, and 3 rounds let that rounding pass. The ~130 iterations of convergence to 1e-9
-    # are never run on Spark; the stop is the same Python for both engines, and
-    # tests/test_batch_jobs.py checks it against networkx.
-    iterations = {"pagerank": 3, "opic": 5}.get(job)
+    # A fixed number of iterations: each runs every statement of the job on both engines, and 12 of them
+    # (scores that differ by 1e-12 would show) take a fraction of the ~130 that convergence to 1e-9 takes
+    # at damping 0.85, three Spark jobs each. The stop at convergence is the same Python for both
+    # engines; tests/test_batch_jobs.py checks it against networkx.
+    iterations = {"pagerank": 12, "opic": 5}.get(job)
     result = hb.rank(work, algorithm=job, iterations=iterations, write_back=False, **common)
     return {r["url"]: r["score"] for r in pq.read_table(result.path).to_pylist()}
 
