@@ -6,7 +6,8 @@
 //! None for them, decided before any answer is given, so a page gets the one answer Python gives.
 
 use crate::entities::{ENTITIES, LONGEST};
-use lol_html::{element, text, HtmlRewriter, Settings};
+use lol_html::html_content::{Element, TextChunk};
+use lol_html::{ElementContentHandlers, HandlerResult, HtmlRewriter, Selector, Settings};
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -248,7 +249,20 @@ struct Gathered {
     unsure: bool,
 }
 
+thread_local! {
+    /// The selectors, parsed once (lol_html's element! macro parses its selector on every call).
+    static SELECTORS: (Selector, Selector, Selector) = (
+        "a, area, iframe, link, meta, base, title, html, select, svg, math, noscript, template, frame, frameset".parse().expect("a valid selector"),
+        "title".parse().expect("a valid selector"),
+        "noscript".parse().expect("a valid selector"),
+    );
+}
+
 fn gather(html: &str) -> Option<Gathered> {
+    SELECTORS.with(|selectors| gather_with(html, selectors))
+}
+
+fn gather_with(html: &str, selectors: &(Selector, Selector, Selector)) -> Option<Gathered> {
     let found = RefCell::new(Gathered::default());
     // Inside a <select>, where tree construction drops or moves elements, and inside <svg> or
     // <math>, where an xlink:href or an <html> tag means something else to the tree (open till
@@ -256,85 +270,103 @@ fn gather(html: &str) -> Option<Gathered> {
     let in_select = Rc::new(Cell::new(0_usize));
     let in_foreign = Rc::new(Cell::new(0_usize));
     let settings = Settings::new()
-        .append_element_content_handler(element!(
-            "a, area, iframe, link, meta, base, title, html, select, svg, math, noscript, template, frame, frameset",
-            |el| {
-                let tag = el.tag_name();
-                let mut g = found.borrow_mut();
-                if in_select.get() > 0
-                    || (in_foreign.get() > 0 && (tag == "html" || el.has_attribute("xlink:href")))
-                {
-                    g.unsure = true;
-                    return Ok(());
-                }
-                match tag.as_str() {
-                    "a" | "area" => {
-                        if let Some(href) = el.get_attribute("href") {
-                            let rel = el.get_attribute("rel");
-                            g.items.push(Item::Anchor { href, rel, area: tag == "area" });
-                        }
+        .append_element_content_handler((
+            Cow::Borrowed(&selectors.0),
+            ElementContentHandlers::default().element(
+                |el: &mut Element<'_, '_>| -> HandlerResult {
+                    let tag = el.tag_name();
+                    let mut g = found.borrow_mut();
+                    if in_select.get() > 0
+                        || (in_foreign.get() > 0
+                            && (tag == "html" || el.has_attribute("xlink:href")))
+                    {
+                        g.unsure = true;
+                        return Ok(());
                     }
-                    "iframe" => {
-                        if let Some(src) = el.get_attribute("src") {
-                            g.items.push(Item::Iframe(src));
+                    match tag.as_str() {
+                        "a" | "area" => {
+                            if let Some(href) = el.get_attribute("href") {
+                                let rel = el.get_attribute("rel");
+                                g.items.push(Item::Anchor {
+                                    href,
+                                    rel,
+                                    area: tag == "area",
+                                });
+                            }
                         }
-                    }
-                    "link" => {
-                        if let Some(href) = el.get_attribute("href") {
-                            let rel = el.get_attribute("rel").unwrap_or_default();
-                            g.items.push(Item::Link { href, rel });
+                        "iframe" => {
+                            if let Some(src) = el.get_attribute("src") {
+                                g.items.push(Item::Iframe(src));
+                            }
                         }
-                    }
-                    "meta" => g.items.push(Item::Meta {
-                        name: el.get_attribute("name").unwrap_or_default(),
-                        equiv: el.get_attribute("http-equiv").unwrap_or_default(),
-                        content: el.get_attribute("content").unwrap_or_default(),
-                    }),
-                    "base" => {
-                        if g.base.is_none() {
-                            g.base = el.get_attribute("href");
+                        "link" => {
+                            if let Some(href) = el.get_attribute("href") {
+                                let rel = el.get_attribute("rel").unwrap_or_default();
+                                g.items.push(Item::Link { href, rel });
+                            }
                         }
-                    }
-                    "title" => g.titles += 1,
-                    "html" => {
-                        // Later <html> tags add the attributes the first lacked.
-                        if g.lang.is_none() {
-                            g.lang = el.get_attribute("lang");
+                        "meta" => g.items.push(Item::Meta {
+                            name: el.get_attribute("name").unwrap_or_default(),
+                            equiv: el.get_attribute("http-equiv").unwrap_or_default(),
+                            content: el.get_attribute("content").unwrap_or_default(),
+                        }),
+                        "base" => {
+                            if g.base.is_none() {
+                                g.base = el.get_attribute("href");
+                            }
                         }
-                    }
-                    // Lexbor parses without scripting: <noscript>'s content is markup to it, text
-                    // to lol_html (see the text handler).
-                    "noscript" => {}
-                    "select" | "svg" | "math" => {
-                        drop(g);
-                        let depth = Rc::clone(if tag == "select" { &in_select } else { &in_foreign });
-                        if let Some(handlers) = el.end_tag_handlers() {
-                            depth.set(depth.get() + 1);
-                            let handler: lol_html::EndTagHandler<'static> = Box::new(move |_| {
-                                depth.set(depth.get() - 1);
-                                Ok(())
+                        "title" => g.titles += 1,
+                        "html" => {
+                            // Later <html> tags add the attributes the first lacked.
+                            if g.lang.is_none() {
+                                g.lang = el.get_attribute("lang");
+                            }
+                        }
+                        // Lexbor parses without scripting: <noscript>'s content is markup to it, text
+                        // to lol_html (see the text handler).
+                        "noscript" => {}
+                        "select" | "svg" | "math" => {
+                            drop(g);
+                            let depth = Rc::clone(if tag == "select" {
+                                &in_select
+                            } else {
+                                &in_foreign
                             });
-                            handlers.push(handler);
+                            if let Some(handlers) = el.end_tag_handlers() {
+                                depth.set(depth.get() + 1);
+                                let handler: lol_html::EndTagHandler<'static> =
+                                    Box::new(move |_| {
+                                        depth.set(depth.get() - 1);
+                                        Ok(())
+                                    });
+                                handlers.push(handler);
+                            }
                         }
+                        _ => g.unsure = true,
                     }
-                    _ => g.unsure = true,
+                    Ok(())
+                },
+            ),
+        ))
+        .append_element_content_handler((
+            Cow::Borrowed(&selectors.1),
+            ElementContentHandlers::default().text(|chunk: &mut TextChunk<'_>| {
+                let mut g = found.borrow_mut();
+                if g.titles == 1 {
+                    g.title.push_str(chunk.as_str());
                 }
                 Ok(())
-            }
+            }),
         ))
-        .append_element_content_handler(text!("title", |chunk| {
-            let mut g = found.borrow_mut();
-            if g.titles == 1 {
-                g.title.push_str(chunk.as_str());
-            }
-            Ok(())
-        }))
-        .append_element_content_handler(text!("noscript", |chunk| {
-            if chunk.as_str().contains('<') {
-                found.borrow_mut().unsure = true;
-            }
-            Ok(())
-        }));
+        .append_element_content_handler((
+            Cow::Borrowed(&selectors.2),
+            ElementContentHandlers::default().text(|chunk: &mut TextChunk<'_>| {
+                if chunk.as_str().contains('<') {
+                    found.borrow_mut().unsure = true;
+                }
+                Ok(())
+            }),
+        ));
     let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
     // An error is lol_html's ambiguity guard: text whose type only a tree builder would know.
     rewriter.write(html.as_bytes()).ok()?;
