@@ -405,6 +405,31 @@ fn http_url(href: &str, base: &str, origin: &str, empty_is_base: bool) -> Option
     {
         return None;
     }
+    RESOLVED.with(|cache| {
+        let key = [base, href].join("\0"); // neither holds a NUL: parse() leaves such pages
+        if let Some(known) = cache.borrow().get(&key) {
+            return known.clone();
+        }
+        let answer = join(href, base);
+        let mut cache = cache.borrow_mut();
+        if cache.len() >= RESOLVE_CACHE {
+            cache.clear();
+        }
+        cache.insert(key, answer.clone());
+        answer
+    })
+}
+
+/// crawl/parse.py's RESOLVE_CACHE: (base, href) pairs whose join is remembered, as its
+/// _resolve_http's lru_cache does (nav links repeat on every page of a site).
+const RESOLVE_CACHE: usize = 1 << 16;
+
+thread_local! {
+    static RESOLVED: RefCell<HashMap<String, Option<String>>> = RefCell::new(HashMap::new());
+}
+
+/// `href` joined to `base` (when there is one, else or then alone) when the result is http(s).
+fn join(href: &str, base: &str) -> Option<String> {
     let joined = if base.is_empty() {
         None
     } else {
