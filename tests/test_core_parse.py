@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import html
+import html.entities
 import os
 from pathlib import Path
 from typing import Any
@@ -99,6 +100,16 @@ def test_whatwg_urls_as_links_resolve_the_same(native: Any) -> None:
             assert got == reference, case
             answered += 1
     assert answered > 500
+
+
+def test_every_named_reference_decodes_the_same(native: Any) -> None:
+    """Each of the 2,231 named character references (native/src/entities.rs) in a title and in an
+    attribute, where one without ";" before "=" or an alphanumeric stays as written."""
+    for name in html.entities.html5:
+        ref = "&" + name
+        text = f'<title>[{ref}]{ref}x</title><a href="/p?{ref}=1&q={ref}a&r={ref}">x</a>'
+        got, reference = both(native, text, "http://h.test/")
+        assert got == reference, name
 
 
 # Pieces of HTML from which pages are drawn: the elements parse_html reads, with the attribute
