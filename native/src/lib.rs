@@ -235,7 +235,7 @@ impl PageParser {
         &self,
         py: Python<'py>,
         text: &Bound<'py, PyString>,
-        url: &str,
+        url: &Bound<'py, PyString>,
         max_links: usize,
     ) -> PyResult<
         Option<(
@@ -248,7 +248,7 @@ impl PageParser {
             String,
         )>,
     > {
-        let Ok(html) = text.to_str() else {
+        let (Ok(html), Ok(url)) = (text.to_str(), url.to_str()) else {
             return Ok(None); // lone surrogates: Python replaces them
         };
         let Some(page) = py.detach(|| parse::parse(html, url, max_links)) else {

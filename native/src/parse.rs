@@ -56,7 +56,8 @@ fn too_deep(html: &[u8]) -> bool {
     false
 }
 
-/// Where a link was found: harvestman.model.records.LinkKind, in the order lib.rs passes them.
+/// Where a link was found: harvestman.model.records.LinkKind, in the order crawl/parse.py passes
+/// them to lib.rs's PageParser.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Kind {
     Anchor = 0,
