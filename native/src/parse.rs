@@ -1,9 +1,10 @@
 //! A page's parse: crawl/parse.py's parse_html without the visible text or anchor texts (the
 //! crawl's default), from one pass of lol_html's tokenizer, links resolved by ada-url (the WHATWG
 //! parser the Python side uses). parse_html reads Lexbor's tree; a tokenizer sees the same elements
-//! except where tree construction drops or moves them, and those documents (templates, noscript,
-//! markup in noscript, framesets, a link inside an open select) are left to Python: `parse` returns
-//! None for them, decided before any answer is given, so a page gets the one answer Python gives.
+//! except where tree construction drops or moves them, and those documents (a template, markup
+//! inside noscript, frames, a link inside an open select, xlink:href or <html> inside svg or math)
+//! are left to Python: `parse` returns None for them, decided before any answer is given, so a
+//! page gets the one answer Python gives.
 
 use crate::entities::{ENTITIES, LONGEST};
 use lol_html::html_content::{Element, TextChunk};
