@@ -251,7 +251,7 @@ impl PageParser {
         let (Ok(html), Ok(url)) = (text.to_str(), url.to_str()) else {
             return Ok(None); // lone surrogates: Python replaces them
         };
-        let Some(page) = py.detach(|| parse::parse(html, url, max_links)) else {
+        let Some(page) = parse::parse(html, url, max_links) else {
             return Ok(None);
         };
         let (link, new_tuple) = (self.link.bind(py), self.new_tuple.bind(py));
