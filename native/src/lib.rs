@@ -3,6 +3,7 @@
 //! implementation stays the reference: each entry point here returns what its Python counterpart
 //! returns, or None for the inputs it leaves to Python.
 
+mod charref;
 mod digest;
 mod entities;
 pub mod parse;
