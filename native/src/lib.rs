@@ -3,7 +3,10 @@
 //! implementation stays the reference: each entry point here returns what its Python counterpart
 //! returns, or None for the inputs it leaves to Python.
 
+mod charref;
 mod digest;
+mod entities;
+pub mod parse;
 pub mod warc;
 
 use pyo3::exceptions::PyTypeError;
@@ -201,6 +204,76 @@ impl WarcRecords {
     }
 }
 
+/// A page's parse (parse.rs): crawl/parse.py's ParsedPage fields, its links as the Python Link
+/// records, for the pages the tokenizer answers as Lexbor's tree does.
+#[pyclass(frozen)]
+struct PageParser {
+    /// The Link record type (a NamedTuple) and tuple.__new__, which builds one without the
+    /// NamedTuple's Python-level __new__.
+    link: Py<PyAny>,
+    new_tuple: Py<PyAny>,
+    /// The LinkKind members in parse::Kind's order.
+    kinds: Vec<Py<PyAny>>,
+}
+
+#[pymethods]
+impl PageParser {
+    #[new]
+    fn new(py: Python<'_>, link: Py<PyAny>, kinds: Vec<Py<PyAny>>) -> PyResult<Self> {
+        let new_tuple = py.get_type::<PyTuple>().getattr("__new__")?.unbind();
+        Ok(PageParser {
+            link,
+            new_tuple,
+            kinds,
+        })
+    }
+
+    /// (title, description, language, links, noindex, nofollow, base_url) of an HTML page, as
+    /// parse_html(text, url, max_links=max_links, with_text=False, anchors=False) has them, or
+    /// None to leave the page to Python.
+    #[allow(clippy::type_complexity)]
+    fn parse<'py>(
+        &self,
+        py: Python<'py>,
+        text: &Bound<'py, PyString>,
+        url: &Bound<'py, PyString>,
+        max_links: usize,
+    ) -> PyResult<
+        Option<(
+            String,
+            String,
+            String,
+            Bound<'py, PyTuple>,
+            bool,
+            bool,
+            String,
+        )>,
+    > {
+        let (Ok(html), Ok(url)) = (text.to_str(), url.to_str()) else {
+            return Ok(None); // lone surrogates: Python replaces them
+        };
+        let Some(page) = parse::parse(html, url, max_links) else {
+            return Ok(None);
+        };
+        let (link, new_tuple) = (self.link.bind(py), self.new_tuple.bind(py));
+        let empty = PyString::new(py, "");
+        let mut links = Vec::with_capacity(page.links.len());
+        for (url, kind, nofollow) in page.links {
+            let fields = (url, self.kinds[kind as usize].bind(py), &empty, nofollow);
+            links.push(new_tuple.call1((link, fields))?);
+        }
+        Ok(Some((
+            page.title,
+            page.description,
+            page.language,
+            PyTuple::new(py, links)?,
+            page.noindex,
+            page.nofollow,
+            page.base_url,
+        )))
+    }
+}
+
 #[pymodule]
 fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("VERSION", env!("CARGO_PKG_VERSION"))?;
@@ -208,5 +281,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // with the checkout's, so that an editable install never runs a core older than its source.
     m.add("SOURCE_DIGEST", env!("SOURCE_DIGEST"))?;
     m.add_class::<WarcRecords>()?;
+    m.add_class::<PageParser>()?;
     Ok(())
 }

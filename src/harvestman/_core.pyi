@@ -3,7 +3,7 @@ Loaded through harvestman.model.core, never imported directly."""
 
 from collections.abc import Callable, Iterable
 
-from harvestman.model.records import FetchResult, Headers
+from harvestman.model.records import FetchResult, Headers, Link, LinkKind
 
 VERSION: str
 SOURCE_DIGEST: str  # SHA-1 (hex) of the sources it was built from: see harvestman.model.core
@@ -15,3 +15,11 @@ class WarcRecords:
                 /) -> WarcRecords: ...
     def fetch(self, result: FetchResult, request_headers: Headers, outlinks: Iterable[str],
               payload_digest: str, level: int, ids: tuple[str, str, str], date: str, /) -> bytes | None: ...
+
+class PageParser:
+    """A page's parse: crawl/parse.py's _parse_python(text, url, max_links, with_text=False,
+    anchors=False) fields, or None for a page it leaves to Python."""
+
+    def __new__(cls, link: type[Link], kinds: tuple[LinkKind, ...], /) -> PageParser: ...
+    def parse(self, text: str, url: str, max_links: int, /) -> tuple[
+        str, str, str, tuple[Link, ...], bool, bool, str] | None: ...

@@ -1,4 +1,5 @@
-"""HTML parsing with selectolax (Lexbor): outlinks, title, meta robots, language and visible text."""
+"""HTML parsing with selectolax (Lexbor): outlinks, title, meta robots, language and visible text;
+the compiled core (native/src/parse.rs) answers the pages a crawl parses without text, the same way."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from typing import Any
 from selectolax.lexbor import LexborHTMLParser
 
 from harvestman.model.config import MAX_OUTLINKS
+from harvestman.model.core import core
 from harvestman.model.records import Link, LinkKind, ParsedPage
 from harvestman.net.urls import resolve
 
@@ -360,6 +362,14 @@ def _read_piece(page: _Page, piece: str, *, first: bool) -> None:
             page.room -= len(text) + 1
 
 
+# The compiled core's parse (harvestman.model.core): a page without text or anchor texts, in one
+# piece, in one call; it returns None for the pages it leaves to _parse_python (tests/test_core_parse.py
+# holds both to one answer).
+_core_parser = None if core is None else core.PageParser(Link, (
+    LinkKind.ANCHOR, LinkKind.AREA, LinkKind.IFRAME, LinkKind.CANONICAL, LinkKind.ALTERNATE,
+    LinkKind.NEXT, LinkKind.META_REFRESH))
+
+
 def parse_html(text: str, url: str, *, max_links: int = MAX_OUTLINKS, max_text: int = MAX_TEXT,
                segment_chars: int = SEGMENT_CHARS, with_text: bool = True,
                anchors: bool | None = None) -> ParsedPage:
@@ -371,7 +381,20 @@ def parse_html(text: str, url: str, *, max_links: int = MAX_OUTLINKS, max_text: 
     the parse, and a crawl that only follows links does not need it. `anchors` (default: as
     `with_text`) says whether the links' anchor texts are taken.
     """
-    page = _Page(url, max_links, with_text, with_text if anchors is None else anchors, max_text)
+    anchors = with_text if anchors is None else anchors
+    if _core_parser is not None and not with_text and not anchors and len(text) <= max(1, segment_chars):
+        fields = _core_parser.parse(text, url, max(0, max_links))
+        if fields is not None:
+            title, description, language, links, noindex, nofollow, base_url = fields
+            return ParsedPage(title=title, description=description, language=language, links=links,
+                              noindex=noindex, nofollow=nofollow, base_url=base_url)
+    return _parse_python(text, url, max_links, max_text, segment_chars, with_text, anchors)
+
+
+def _parse_python(text: str, url: str, max_links: int, max_text: int, segment_chars: int,
+                  with_text: bool, anchors: bool) -> ParsedPage:
+    """parse_html in Python: every page, the reference the compiled core is held to."""
+    page = _Page(url, max_links, with_text, anchors, max_text)
     for index, piece in enumerate(_segments(text, max(1, segment_chars))):
         if index and page.links.full:
             break  # what later pieces hold would not be kept

@@ -1,0 +1,579 @@
+//! A page's parse: crawl/parse.py's parse_html without the visible text or anchor texts (the
+//! crawl's default), from one pass of lol_html's tokenizer, links resolved by ada-url (the WHATWG
+//! parser the Python side uses). parse_html reads Lexbor's tree; a tokenizer sees the same elements
+//! except where tree construction drops or moves them, and those documents (a template, markup
+//! inside noscript, frames, a link inside an open select, xlink:href or <html> inside svg or math)
+//! are left to Python: `parse` returns None for them, decided before any answer is given, so a
+//! page gets the one answer Python gives.
+
+use crate::charref::decode;
+use lol_html::html_content::{Element, TextChunk};
+use lol_html::{ElementContentHandlers, HandlerResult, HtmlRewriter, Selector, Settings};
+use std::borrow::Cow;
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+/// crawl/parse.py's MAX_TITLE and MAX_DESCRIPTION: characters kept.
+const MAX_TITLE: usize = 1_000;
+const MAX_DESCRIPTION: usize = 2_000;
+/// crawl/parse.py's TAG_COUNT_CHECK and DEPTH_LIMIT: a document with more tags than the first and
+/// nested deeper than the second is cut down before Lexbor parses it (its depth guard): Python's.
+const TAG_COUNT_CHECK: usize = 10_000;
+const DEPTH_LIMIT: usize = 1_000;
+/// crawl/parse.py's _FLAT: elements that never deepen the tree.
+const FLAT: [&str; 30] = [
+    "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
+    "track", "wbr", "keygen", "p", "li", "dt", "dd", "option", "optgroup", "tr", "td", "th",
+    "tbody", "thead", "tfoot", "colgroup", "rt", "rp",
+];
+
+/// crawl/parse.py's _too_deep: the depth its tag regex estimates passes DEPTH_LIMIT.
+fn too_deep(html: &[u8]) -> bool {
+    let mut depth = 0_usize;
+    let mut at = 0;
+    while let Some(offset) = html[at..].iter().position(|&b| b == b'<') {
+        at += offset + 1;
+        let end_tag = html.get(at) == Some(&b'/');
+        let start = at + usize::from(end_tag);
+        if !html.get(start).is_some_and(u8::is_ascii_alphabetic) {
+            continue;
+        }
+        let len = html[start..]
+            .iter()
+            .take_while(|b| b.is_ascii_alphanumeric())
+            .count();
+        let name = String::from_utf8_lossy(&html[start..start + len]).to_ascii_lowercase();
+        at = start + len;
+        if end_tag {
+            depth = depth.saturating_sub(1);
+        } else if !FLAT.contains(&name.as_str()) {
+            depth += 1;
+            if depth > DEPTH_LIMIT {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// Where a link was found: harvestman.model.records.LinkKind, in the order crawl/parse.py passes
+/// them to lib.rs's PageParser.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Kind {
+    Anchor = 0,
+    Area = 1,
+    Iframe = 2,
+    Canonical = 3,
+    Alternate = 4,
+    Next = 5,
+    MetaRefresh = 6,
+}
+
+/// One kept link: URL (resolved, not normalized), kind, rel=nofollow.
+pub type Link = (String, Kind, bool);
+
+/// ParsedPage's fields without text: what parse_html(..., with_text=False, anchors=False) returns.
+#[derive(Debug, Default, PartialEq)]
+pub struct Page {
+    pub title: String,
+    pub description: String,
+    pub language: String,
+    pub links: Vec<Link>,
+    pub noindex: bool,
+    pub nofollow: bool,
+    pub base_url: String,
+}
+
+/// Python's str.isspace(): what str.split(), str.strip() and a regex's \s take as white space.
+fn py_space(c: char) -> bool {
+    matches!(c, '\t'..='\r' | '\x1c'..='\x20' | '\u{85}' | '\u{a0}' | '\u{1680}' | '\u{2000}'..='\u{200a}'
+        | '\u{2028}' | '\u{2029}' | '\u{202f}' | '\u{205f}' | '\u{3000}')
+}
+
+/// crawl/parse.py's _collapse: white space runs to one space, at most `limit` characters.
+fn collapse(text: &str, limit: usize) -> String {
+    let head = match text.char_indices().nth(limit.saturating_mul(4)) {
+        Some((end, _)) => &text[..end],
+        None => text,
+    };
+    let mut out = String::new();
+    for word in head.split(py_space).filter(|w| !w.is_empty()) {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(word);
+    }
+    match out.char_indices().nth(limit) {
+        Some((end, _)) => out[..end].to_owned(),
+        None => out,
+    }
+}
+
+/// An element parse_html reads, with its attributes as the tokenizer gave them (not decoded).
+enum Item {
+    Anchor {
+        href: String,
+        rel: Option<String>,
+        area: bool,
+    },
+    Iframe(String),
+    Link {
+        href: String,
+        rel: String,
+    },
+    Meta {
+        name: String,
+        equiv: String,
+        content: String,
+    },
+}
+
+/// What the tokenizer gathers: elements in document order, and the first <base href>, <title>
+/// and lang of <html>.
+#[derive(Default)]
+struct Gathered {
+    items: Vec<Item>,
+    base: Option<String>,
+    titles: usize,
+    title: String,
+    lang: Option<String>,
+    /// An element whose place in the tree the tokenizer cannot know: Python parses the page.
+    unsure: bool,
+}
+
+thread_local! {
+    /// The selectors, parsed once (lol_html's element! macro parses its selector on every call).
+    static SELECTORS: (Selector, Selector, Selector) = (
+        "a, area, iframe, link, meta, base, title, html, select, svg, math, noscript, template, frame, frameset".parse().expect("a valid selector"),
+        "title".parse().expect("a valid selector"),
+        "noscript".parse().expect("a valid selector"),
+    );
+}
+
+fn gather(html: &str) -> Option<Gathered> {
+    SELECTORS.with(|selectors| gather_with(html, selectors))
+}
+
+fn gather_with(html: &str, selectors: &(Selector, Selector, Selector)) -> Option<Gathered> {
+    let found = RefCell::new(Gathered::default());
+    // Inside a <select>, where tree construction drops or moves elements, and inside <svg> or
+    // <math>, where an xlink:href or an <html> tag means something else to the tree (open till
+    // the end tag: a foreign element closed otherwise keeps this set, and the page goes to Python).
+    let in_select = Rc::new(Cell::new(0_usize));
+    let in_foreign = Rc::new(Cell::new(0_usize));
+    let settings = Settings::new()
+        .append_element_content_handler((
+            Cow::Borrowed(&selectors.0),
+            ElementContentHandlers::default().element(
+                |el: &mut Element<'_, '_>| -> HandlerResult {
+                    let tag = el.tag_name();
+                    let mut g = found.borrow_mut();
+                    if in_select.get() > 0
+                        || (in_foreign.get() > 0
+                            && (tag == "html" || el.has_attribute("xlink:href")))
+                    {
+                        g.unsure = true;
+                        return Ok(());
+                    }
+                    match tag.as_str() {
+                        "a" | "area" => {
+                            if let Some(href) = el.get_attribute("href") {
+                                let rel = el.get_attribute("rel");
+                                g.items.push(Item::Anchor {
+                                    href,
+                                    rel,
+                                    area: tag == "area",
+                                });
+                            }
+                        }
+                        "iframe" => {
+                            if let Some(src) = el.get_attribute("src") {
+                                g.items.push(Item::Iframe(src));
+                            }
+                        }
+                        "link" => {
+                            if let Some(href) = el.get_attribute("href") {
+                                let rel = el.get_attribute("rel").unwrap_or_default();
+                                g.items.push(Item::Link { href, rel });
+                            }
+                        }
+                        "meta" => g.items.push(Item::Meta {
+                            name: el.get_attribute("name").unwrap_or_default(),
+                            equiv: el.get_attribute("http-equiv").unwrap_or_default(),
+                            content: el.get_attribute("content").unwrap_or_default(),
+                        }),
+                        "base" => {
+                            if g.base.is_none() {
+                                g.base = el.get_attribute("href");
+                            }
+                        }
+                        "title" => g.titles += 1,
+                        "html" => {
+                            // Later <html> tags add the attributes the first lacked.
+                            if g.lang.is_none() {
+                                g.lang = el.get_attribute("lang");
+                            }
+                        }
+                        // Lexbor parses without scripting: <noscript>'s content is markup to it, text
+                        // to lol_html (see the text handler).
+                        "noscript" => {}
+                        "select" | "svg" | "math" => {
+                            drop(g);
+                            let depth = Rc::clone(if tag == "select" {
+                                &in_select
+                            } else {
+                                &in_foreign
+                            });
+                            if let Some(handlers) = el.end_tag_handlers() {
+                                depth.set(depth.get() + 1);
+                                let handler: lol_html::EndTagHandler<'static> =
+                                    Box::new(move |_| {
+                                        depth.set(depth.get() - 1);
+                                        Ok(())
+                                    });
+                                handlers.push(handler);
+                            }
+                        }
+                        _ => g.unsure = true,
+                    }
+                    Ok(())
+                },
+            ),
+        ))
+        .append_element_content_handler((
+            Cow::Borrowed(&selectors.1),
+            ElementContentHandlers::default().text(|chunk: &mut TextChunk<'_>| {
+                let mut g = found.borrow_mut();
+                if g.titles == 1 {
+                    g.title.push_str(chunk.as_str());
+                }
+                Ok(())
+            }),
+        ))
+        .append_element_content_handler((
+            Cow::Borrowed(&selectors.2),
+            ElementContentHandlers::default().text(|chunk: &mut TextChunk<'_>| {
+                if chunk.as_str().contains('<') {
+                    found.borrow_mut().unsure = true;
+                }
+                Ok(())
+            }),
+        ));
+    let mut rewriter = HtmlRewriter::new(settings, |_: &[u8]| {});
+    // An error is lol_html's ambiguity guard: text whose type only a tree builder would know.
+    rewriter.write(html.as_bytes()).ok()?;
+    rewriter.end().ok()?;
+    let gathered = found.into_inner();
+    (!gathered.unsure).then_some(gathered)
+}
+
+/// crawl/parse.py's _origin: `url` up to the "/" that starts its path.
+fn origin(url: &str) -> Option<String> {
+    let from = url.find("://")? + 3;
+    Some(match url[from..].find('/') {
+        Some(slash) => url[..from + slash + 1].to_owned(),
+        None => format!("{url}/"),
+    })
+}
+
+/// crawl/parse.py's _http_url: `href` joined to `base` when the result is http(s).
+fn http_url(href: &str, base: &str, origin: &str, empty_is_base: bool) -> Option<String> {
+    let href = href.trim_matches(|c: char| c <= ' ');
+    if href.is_empty() && !empty_is_base {
+        return None;
+    }
+    let base = if href.starts_with('/') && !href.starts_with("//") {
+        origin
+    } else if href.starts_with("http://") || href.starts_with("https://") {
+        ""
+    } else {
+        base
+    };
+    let head = href.as_bytes().get(..11).unwrap_or(href.as_bytes());
+    let skipped = ["javascript:", "mailto:", "tel:", "data:"];
+    if skipped
+        .iter()
+        .any(|s| head.len() >= s.len() && head[..s.len()].eq_ignore_ascii_case(s.as_bytes()))
+    {
+        return None;
+    }
+    RESOLVED.with(|cache| {
+        let key = [base, href].join("\0"); // neither holds a NUL: parse() leaves such pages
+        if let Some(known) = cache.borrow().get(&key) {
+            return known.clone();
+        }
+        let answer = join(href, base);
+        let mut cache = cache.borrow_mut();
+        if cache.len() >= RESOLVE_CACHE {
+            cache.clear();
+        }
+        cache.insert(key, answer.clone());
+        answer
+    })
+}
+
+/// crawl/parse.py's RESOLVE_CACHE: (base, href) pairs whose join is remembered, as its
+/// _resolve_http's lru_cache does (nav links repeat on every page of a site).
+const RESOLVE_CACHE: usize = 1 << 16;
+
+thread_local! {
+    static RESOLVED: RefCell<HashMap<String, Option<String>>> = RefCell::new(HashMap::new());
+}
+
+/// `href` joined to `base` (when there is one, else or then alone) when the result is http(s).
+fn join(href: &str, base: &str) -> Option<String> {
+    let joined = if base.is_empty() {
+        None
+    } else {
+        ada_url::Url::parse(href, Some(base)).ok()
+    };
+    let url = joined.or_else(|| ada_url::Url::parse(href, None).ok())?;
+    let href = url.href();
+    (href.starts_with("http://") || href.starts_with("https://")).then(|| href.to_owned())
+}
+
+/// crawl/parse.py's _Links: links in document order, each URL once as an anchor (<a>, <area>)
+/// and once for each other kind, up to a cap; followed anywhere means followed.
+struct Links {
+    cap: usize,
+    kept: Vec<Link>,
+    index: HashMap<(String, Option<Kind>), usize>,
+}
+
+impl Links {
+    fn full(&self) -> bool {
+        self.kept.len() >= self.cap
+    }
+
+    fn add(&mut self, url: String, kind: Kind, nofollow: bool) {
+        let class = if matches!(kind, Kind::Anchor | Kind::Area) {
+            None
+        } else {
+            Some(kind)
+        };
+        if let Some(&at) = self.index.get(&(url.clone(), class)) {
+            if self.kept[at].2 && !nofollow {
+                self.kept[at] = (url, kind, false);
+            }
+        } else if !self.full() {
+            self.index.insert((url.clone(), class), self.kept.len());
+            self.kept.push((url, kind, nofollow));
+        }
+    }
+}
+
+fn has_token(tokens: &str, token: &str) -> bool {
+    tokens
+        .split(py_space)
+        .any(|t| t.eq_ignore_ascii_case(token))
+}
+
+/// crawl/parse.py's _refresh_target: the URL of a refresh's content ("5; url='x'"); an error
+/// when a non-ASCII digit leaves the answer to Python's \d.
+fn refresh_target(content: &str) -> Result<Option<&str>, ()> {
+    let mut rest = content.trim_start_matches(py_space);
+    let digits = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(rest.len());
+    if rest[digits..]
+        .chars()
+        .next()
+        .is_some_and(|c| !c.is_ascii() && c.is_numeric())
+    {
+        return Err(());
+    }
+    rest = rest[digits..].trim_start_matches(py_space);
+    if let Some(after) = rest.strip_prefix([';', ',']) {
+        rest = after;
+    }
+    rest = rest.trim_start_matches(py_space);
+    if rest.len() >= 3 && rest.as_bytes()[..3].eq_ignore_ascii_case(b"url") {
+        let after = rest[3..].trim_start_matches(py_space);
+        if let Some(value) = after.strip_prefix('=') {
+            rest = value.trim_start_matches(py_space);
+        }
+    }
+    let mut target = rest.trim_matches(py_space);
+    if target.chars().count() >= 2 && target.starts_with(['\'', '"']) {
+        let quote = &target[..1];
+        target = match target[1..].find(quote) {
+            Some(end) if end > 0 => &target[1..1 + end],
+            _ => &target[1..],
+        };
+    }
+    Ok((!target.is_empty()).then_some(target))
+}
+
+/// parse_html(html, url, max_links=max_links, with_text=False, anchors=False), or None for a
+/// page Python parses (see the module's comment; also a document deep enough for Python's depth
+/// guard, and one with NUL characters, which the tree turns into U+FFFD).
+pub fn parse(html: &str, url: &str, max_links: usize) -> Option<Page> {
+    let bytes = html.as_bytes();
+    if bytes.contains(&0)
+        || (bytes.iter().filter(|&&b| b == b'<').count() > TAG_COUNT_CHECK && too_deep(bytes))
+    {
+        return None;
+    }
+    let g = gather(html)?;
+    let mut base = url.to_owned();
+    let mut base_origin = origin(url)?;
+    if let Some(href) = &g.base {
+        if let Some(candidate) = http_url(&decode(href, true), &base, &base_origin, false) {
+            base_origin = origin(&candidate)?;
+            base = candidate;
+        }
+    }
+    let mut page = Page {
+        title: if g.titles > 0 {
+            collapse(&decode(&g.title, false), MAX_TITLE)
+        } else {
+            String::new()
+        },
+        ..Page::default()
+    };
+    let mut content_language = String::new();
+    let mut links = Links {
+        cap: max_links,
+        kept: Vec::new(),
+        index: HashMap::new(),
+    };
+    for item in &g.items {
+        if let Item::Meta {
+            name,
+            equiv,
+            content,
+        } = item
+        {
+            let content = decode(content, true);
+            let name = decode(name, true);
+            let name = name.trim_matches(py_space);
+            if name.eq_ignore_ascii_case("robots") {
+                for token in content.split(|c: char| c == ',' || py_space(c)) {
+                    let none = token.eq_ignore_ascii_case("none");
+                    page.noindex |= none || token.eq_ignore_ascii_case("noindex");
+                    page.nofollow |= none || token.eq_ignore_ascii_case("nofollow");
+                }
+                continue;
+            }
+            // An elif chain, as _read_meta's: the first that applies takes the element.
+            if name.eq_ignore_ascii_case("description") && page.description.is_empty() {
+                page.description = collapse(&content, MAX_DESCRIPTION);
+                continue;
+            }
+            let equiv = decode(equiv, true);
+            let equiv = equiv.trim_matches(py_space);
+            if equiv.eq_ignore_ascii_case("content-language") && content_language.is_empty() {
+                let first = content.split(',').next().unwrap_or("");
+                content_language = first.trim_matches(py_space).to_owned();
+                continue;
+            }
+            if equiv.eq_ignore_ascii_case("refresh") && !links.full() {
+                let target = refresh_target(&content).ok()?;
+                if let Some(url) = target.and_then(|t| http_url(t, &base, &base_origin, false)) {
+                    links.add(url, Kind::MetaRefresh, false);
+                }
+            }
+            continue;
+        }
+        if links.full() {
+            continue;
+        }
+        match item {
+            Item::Anchor { href, rel, area } => {
+                if let Some(url) = http_url(&decode(href, true), &base, &base_origin, true) {
+                    let nofollow = rel
+                        .as_ref()
+                        .is_some_and(|r| has_token(&decode(r, true), "nofollow"));
+                    links.add(url, if *area { Kind::Area } else { Kind::Anchor }, nofollow);
+                }
+            }
+            Item::Iframe(src) => {
+                if let Some(url) = http_url(&decode(src, true), &base, &base_origin, false) {
+                    links.add(url, Kind::Iframe, false);
+                }
+            }
+            Item::Link { href, rel } => {
+                let rel = decode(rel, true);
+                let kind = if has_token(&rel, "canonical") {
+                    Some(Kind::Canonical)
+                } else if has_token(&rel, "next") {
+                    Some(Kind::Next)
+                } else if has_token(&rel, "alternate") && !has_token(&rel, "stylesheet") {
+                    Some(Kind::Alternate)
+                } else {
+                    None
+                };
+                if let Some(kind) = kind {
+                    if let Some(url) = http_url(&decode(href, true), &base, &base_origin, false) {
+                        links.add(url, kind, has_token(&rel, "nofollow"));
+                    }
+                }
+            }
+            Item::Meta { .. } => {}
+        }
+    }
+    page.language = g
+        .lang
+        .map(|l| decode(&l, true).trim_matches(py_space).to_owned())
+        .filter(|l| !l.is_empty())
+        .unwrap_or(content_language);
+    page.links = links.kept;
+    page.base_url = base;
+    Some(page)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collapses_as_python() {
+        assert_eq!(collapse(" a \u{1c} b\u{a0}c ", 10), "a b c");
+        assert_eq!(collapse("abcdef", 3), "abc");
+    }
+
+    #[test]
+    fn reads_links_meta_and_base() {
+        let html = r#"<html lang=" en "><title> A &amp; B </title><base href="/d/">
+            <meta name=robots content="NOINDEX, follow"><meta http-equiv=refresh content="0; URL='x'">
+            <a href="p">1</a><a href="p" rel=nofollow>2</a><a href="q" rel="NoFollow">3</a>
+            <link rel="alternate stylesheet" href=s><link rel=canonical href="/c">"#;
+        let page = parse(html, "http://h/a/b", 10).expect("parsed");
+        assert_eq!(page.title, "A & B");
+        assert_eq!(page.language, "en");
+        assert_eq!(page.base_url, "http://h/d/");
+        assert!(page.noindex && !page.nofollow);
+        let urls: Vec<_> = page
+            .links
+            .iter()
+            .map(|(u, k, n)| (u.as_str(), *k, *n))
+            .collect();
+        assert_eq!(
+            urls,
+            [
+                ("http://h/d/x", Kind::MetaRefresh, false),
+                ("http://h/d/p", Kind::Anchor, false),
+                ("http://h/d/q", Kind::Anchor, true),
+                ("http://h/c", Kind::Canonical, false),
+            ]
+        );
+    }
+
+    #[test]
+    fn leaves_unsure_trees_to_python() {
+        assert!(parse("<noscript><a href=x></a></noscript>", "http://h/", 10).is_none());
+        assert!(parse(
+            "<noscript>text</noscript><svg><a href=x></a></svg>",
+            "http://h/",
+            10
+        )
+        .is_some());
+        assert!(parse("<svg><a xlink:href=x></a></svg>", "http://h/", 10).is_none());
+        assert!(parse("<select><a href=x></a>", "http://h/", 10).is_none());
+        assert!(parse("<select></select><a href=x></a>", "http://h/", 10).is_some());
+        let deep = "<div>".repeat(DEPTH_LIMIT + 1) + &"<br>".repeat(TAG_COUNT_CHECK);
+        assert!(parse(&deep, "http://h/", 10).is_none());
+        assert!(parse(&deep.replace("<div>", "<p>"), "http://h/", 10).is_some());
+    }
+}
