@@ -13,9 +13,10 @@ from harvestman.app.cli import main as cli_main
 from harvestman.app.cli import run_crawl
 from harvestman.crawl.engine import Crawler
 from harvestman.crawl.workers import Policies
-from harvestman.model.config import ORDERINGS, CrawlConfig
+from harvestman.model.config import CrawlConfig
 from harvestman.model.errors import ConfigError
 from harvestman.model.records import CrawledPage, FetchResult, Link, ParsedPage, UrlState
+from harvestman.model.settings import ORDERINGS
 from harvestman.policy.ordering import (
     RANKS,
     best_score_first,
