@@ -187,11 +187,8 @@ def run_demo(out: Path | None, quiet: bool, serve: bool = False) -> int:
         values = demo_config_values(server)
         cfg, _ = merge_settings({}, values, {"out_dir": folder, "quiet": bool(quiet)})
         code = run_crawl(cfg)
-        frontier = CrawlDir(folder).read()
-        try:
+        with CrawlDir(folder).read() as frontier:
             records = {url: frontier.get(url) for url in (server.url(s.host, s.path) for s in DEMO_SIGHTS)}
-        finally:
-            frontier.close()
         print()
         print(demo_guide(server, folder, records))
         if serve:

@@ -110,13 +110,10 @@ def prepare_focus(cfg: CrawlConfig) -> Focus:
 def live_curve(cfg: CrawlConfig, focus: Focus) -> Path:
     """Write a focused crawl's harvest curve (pages in fetch order, relevant as the focus judged them)
     into DIR/focus/; the CSV's path."""
-    store = CrawlDir.of(cfg).read()
-    try:
+    with CrawlDir.of(cfg).read() as store:
         fetched = sorted((r.fetch_time, r.relevance >= focus.spec.threshold and bool(r.topic))
                          for r in store.records()
                          if r.http_status > 0 and r.state not in REDIRECTS)
-    finally:
-        store.close()
     csv_path, _ = write_curve(harvest_curve([hit for _, hit in fetched]), Path(cfg.out_dir) / FOCUS_DIR,
                               title=f"harvest curve of the crawl, {focus.spec.mode} focus")
     return csv_path

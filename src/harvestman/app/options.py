@@ -14,7 +14,7 @@ from typing import Any
 
 from harvestman.model.config import load_toml, overlay
 from harvestman.model.errors import ConfigError
-from harvestman.model.settings import SETTING, SETTINGS, Command, Setting, options_of
+from harvestman.model.settings import SECTIONS, SETTING, SETTINGS, Command, Setting, options_of
 from harvestman.model.sizes import parse_size
 
 # What DIR means wherever a command names a crawl.
@@ -121,11 +121,23 @@ def given_settings(args: argparse.Namespace) -> dict[str, Any]:
     return overlay(load_toml(args.config) if getattr(args, "config", None) else {}, given)
 
 
-# ----- docs/config.md's table -----------------------------------------------------------------------
+# ----- docs/config.md's tables ----------------------------------------------------------------------
 
 TABLE_START = "<!-- settings table: written by `python -m harvestman.app.options docs/config.md` -->"
 TABLE_END = "<!-- end of the settings table -->"
+SECTIONS_START = "<!-- sections table: written by `python -m harvestman.app.options docs/config.md` -->"
+SECTIONS_END = "<!-- end of the sections table -->"
 _SCOPE_WORDS = {"crawl": "crawl", "machine": "machine", "run": "run", "run-wide": "run (all machines)"}
+
+
+def sections_table() -> str:
+    """The markdown table of the sections: each one's settings and what it holds (its record's docstring)."""
+    rows = ["| section | settings | what it holds |", "|---|---|---|"]
+    for section, record in SECTIONS.items():
+        names = ", ".join(f"`{s.name}`" for s in SETTINGS if s.section == section)
+        holds = " ".join((record.__doc__ or "").split())
+        rows.append(f"| `[{section}]` | {names} | {holds} |")
+    return "\n".join(rows)
 
 
 def settings_table() -> str:
@@ -144,13 +156,18 @@ def settings_table() -> str:
     return "\n".join(rows)
 
 
+def _between(document: str, start: str, end: str, table: str) -> str:
+    head, found_start, rest = document.partition(start)
+    _, found_end, tail = rest.partition(end)
+    if not (found_start and found_end):
+        raise ValueError(f"the document has no {start!r} ... {end!r} markers")
+    return f"{head}{start}\n{table}\n{end}{tail}"
+
+
 def with_table(document: str) -> str:
-    """`document` with the part between the table's markers replaced by the table of today."""
-    head, start, rest = document.partition(TABLE_START)
-    _, end, tail = rest.partition(TABLE_END)
-    if not (start and end):
-        raise ValueError("the document has no settings table markers")
-    return f"{head}{TABLE_START}\n{settings_table()}\n{TABLE_END}{tail}"
+    """`document` with the parts between the tables' markers replaced by the tables of today."""
+    document = _between(document, SECTIONS_START, SECTIONS_END, sections_table())
+    return _between(document, TABLE_START, TABLE_END, settings_table())
 
 
 def main(argv: list[str]) -> int:

@@ -69,16 +69,13 @@ def read_crawl(folder: Path, db: str = "") -> StoredCrawl:
     from harvestman.fetch.content import decode_text, detect_charset, media_type
 
     folder = Path(folder)
-    store = CrawlDir(folder, db).read()
-    try:
+    with CrawlDir(folder, db).read() as store:
         values = read_settings(store)  # the crawl's address rules too: its examples may be on loopback
         seeds = [s for s in (store.get_meta("seeds") or "").split("\n") if s]
         states = {r.url: (r.state, r.final_url) for r in store.records()}
         edges: dict[str, list[str]] = {}
         for edge in store.links():
             edges.setdefault(edge.from_url, []).append(edge.to_url)
-    finally:
-        store.close()
     config, _ = merge_settings(values)
     pages: dict[str, tuple[str, str]] = {}
     for found in stored_responses(folder, latest=True):

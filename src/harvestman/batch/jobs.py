@@ -39,11 +39,8 @@ def open_engine(name: str) -> BatchEngine:
 
 def take_snapshot(folder: Path, db: str = "") -> Snapshot:
     """Write DIR/snapshot/{urls,links}.parquet from the crawl database (opened read-only)."""
-    store = CrawlDir(Path(folder), db).read()
-    try:
+    with CrawlDir(Path(folder), db).read() as store:
         return write_snapshot(store, snapshot_folder(folder))
-    finally:
-        store.close()
 
 
 @contextmanager

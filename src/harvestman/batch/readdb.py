@@ -46,16 +46,13 @@ def segment_info(segment: Path) -> dict[str, Any]:
 
 def stats(folder: Path, db: str = "") -> dict[str, Any]:
     """The crawl's figures: URLs by state, scores, hosts, links, segments."""
-    store = CrawlDir(Path(folder), db).read()
-    try:
+    with CrawlDir(Path(folder), db).read() as store:
         counts = store.counts()
         total = sum(counts.values())
         scores = [r.score for r in store.records()]
         links = sum(1 for _ in store.links())
         hosts = len(store.host_stats())
         source = score_source(store)
-    finally:
-        store.close()
     return {
         "urls": total,
         "states": {state.name.lower(): n for state, n in counts.items()},
@@ -75,8 +72,7 @@ def url_info(folder: Path, url: str, db: str = "") -> dict[str, Any]:
         key = normalize(url)
     except InvalidUrlError as exc:
         raise ConfigError(f"bad URL {url[:200]!r}: {exc}") from None
-    store = CrawlDir(Path(folder), db).read()
-    try:
+    with CrawlDir(Path(folder), db).read() as store:
         record = store.get(key)
         if record is None:
             raise ConfigError(f"{key} is not in the crawl database")
@@ -86,8 +82,6 @@ def url_info(folder: Path, url: str, db: str = "") -> dict[str, Any]:
                 out.append(edge.to_url)
             if edge.to_url == key:
                 into.append(edge.from_url)
-    finally:
-        store.close()
     return {**url_row(record), "outlinks": out, "inlinks_from": into}
 
 

@@ -63,12 +63,9 @@ def tables_folder(folder: Path) -> Path:
 
 def pages_to_read(folder: Path, db: str = "") -> set[str]:
     """The URLs whose content the crawl holds: fetched or not modified, HTML, not duplicates."""
-    store = CrawlDir(Path(folder), db).read()
-    try:
+    with CrawlDir(Path(folder), db).read() as store:
         return {r.url for r in store.records() if r.state in _WITH_CONTENT
                 and (r.content_type.split(";", 1)[0].strip().lower() in HTML_TYPES or not r.content_type)}
-    finally:
-        store.close()
 
 
 def fetched_pages(folder: Path, wanted: set[str]) -> Iterator[FetchedPage]:

@@ -194,12 +194,9 @@ def build_index(folder: Path, db: str = "", *, rebuild: bool = False) -> IndexRe
     that left (gone, duplicate, redirect, noindex); `rebuild` indexes every page again."""
     started = time.perf_counter()
     folder = Path(folder)
-    crawl = CrawlDir(folder, db).read()
-    try:
+    with CrawlDir(folder, db).read() as crawl:
         candidates = _candidates(crawl)
         anchors = _anchors(crawl, candidates)
-    finally:
-        crawl.close()
     categories = read_categories(folder)
     index = open_index(folder, create=True)
     state = _State(index_path(folder) / STATE_FILE)

@@ -197,12 +197,9 @@ class QuerySession:
         crawl = CrawlDir(self.folder, self.db)
         if not crawl.holds_crawl():
             return
-        store = crawl.read()
-        try:
+        with crawl.read() as store:
             rows = [(r.url, r.host, r.title, UrlState(r.state).name.lower(), r.http_status, r.content_type,
                      r.depth, r.fetch_time, r.score, r.inlinks, r.duplicate_of) for r in store.records()]
-        finally:
-            store.close()
         names = ("url", "host", "title", "state", "http_status", "content_type", "depth", "fetch_time",
                  "score", "inlinks", "duplicate_of")
         types = (pa.string(), pa.string(), pa.string(), pa.string(), pa.int32(), pa.string(), pa.int32(),

@@ -97,11 +97,8 @@ def export_records(folder: Path, fmt: str, output: Path | None = None, db: str =
         lines = _cdxj_to_stdout(Path(folder)) if path == STDOUT else write_cdxj(Path(folder), path)
         return Exported(path, lines, _cdxj_note(Path(folder), lines))
     path = output or Path(folder) / f"export.{fmt}"
-    frontier = CrawlDir(Path(folder), db).read()
-    try:
+    with CrawlDir(Path(folder), db).read() as frontier:
         return Exported(path, _write(fmt, map(url_row, frontier.records()), URL_COLUMNS, path))
-    finally:
-        frontier.close()
 
 
 def _write(fmt: str, rows: Iterable[dict[str, Any]], cols: Sequence[Column], path: Path) -> int:
@@ -123,11 +120,8 @@ def _export_index(folder: Path, fmt: str, output: Path | None, what: str) -> Exp
 
 
 def _export_links(folder: Path, fmt: str, path: Path, db: str) -> Exported:
-    crawl = CrawlDir(Path(folder), db).read()
-    try:
+    with CrawlDir(Path(folder), db).read() as crawl:
         return Exported(path, _write(fmt, map(link_row, crawl.links()), LINK_COLUMNS, path))
-    finally:
-        crawl.close()
 
 
 def _export_renders(folder: Path, path: Path) -> Exported:

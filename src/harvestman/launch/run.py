@@ -64,12 +64,9 @@ def worker_config(db: str, out: Path, local: Mapping[str, Any]) -> CrawlConfig:
         raise ConfigError("harvestman worker joins a crawl kept in PostgreSQL (--db postgresql://...); a "
                           "SQLite crawl database belongs to the one `harvestman crawl` that holds its lock")
     crawl = CrawlDir(out, db)
-    store = crawl.read()
-    try:
+    with crawl.read() as store:
         stored = read_settings(store, machine=False)
         starter = read_settings(store)  # with the address rules of the machine that started it
-    finally:
-        store.close()
     if not stored:
         raise ConfigError(f"no crawl in {crawl.name} yet: start one with "
                           f"`harvestman crawl SEED... --db {crawl.name} --out DIR`")
@@ -223,11 +220,8 @@ def check_crawl_order(cfg: CrawlConfig) -> None:
     if not crawl_exists(folder, cfg.db):
         raise ConfigError(f"--order {cfg.ordering} orders by the scores `harvestman rank` stores: crawl "
                           f"first, then run harvestman rank {folder} --algorithm {cfg.ordering}")
-    store = CrawlDir.of(cfg).read()
-    try:
+    with CrawlDir.of(cfg).read() as store:
         check_score_source(store, cfg.ordering, folder)
-    finally:
-        store.close()
 
 
 @contextmanager

@@ -52,8 +52,7 @@ def check_seeds(seeds: Iterable[str], *, max_length: int) -> SeedCheck:
 def run_verdict(folder: Path, db: str = "") -> RunVerdict:
     """Exit status 0 when the run fetched a page (or stopped before its seeds were decided); else
     the status for its seeds' failures, with one line per seed saying why, and a hint."""
-    frontier = CrawlDir(Path(folder), db).read()
-    try:
+    with CrawlDir(Path(folder), db).read() as frontier:
         counts = frontier.counts()
         if any(counts[state] for state in _SUCCESS):
             return RunVerdict(EXIT_OK)
@@ -66,8 +65,6 @@ def run_verdict(folder: Path, db: str = "") -> RunVerdict:
             if record.state == UrlState.UNFETCHED or record.state in _SUCCESS:
                 return RunVerdict(EXIT_OK)  # stopped (Ctrl-C) before this seed was decided
             failures.append(record)
-    finally:
-        frontier.close()
     if not failures:
         return RunVerdict(EXIT_OK)
     status = exit_status_of(failure_help(r.error_class).exit_status for r in failures)

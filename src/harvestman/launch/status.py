@@ -27,12 +27,9 @@ def _state_names(counts: dict[UrlState, int]) -> dict[str, int]:
 
 def crawl_report(folder: Path, db: str = "") -> dict[str, Any]:
     """`harvestman status`: the crawl's figures (crawl_figures), its focus, its runs and pages/s."""
-    frontier = CrawlDir(Path(folder), db).read()
-    try:
+    with CrawlDir(Path(folder), db).read() as frontier:
         figures = crawl_figures(frontier)
         focus = _focus_summary(folder, frontier)
-    finally:
-        frontier.close()
     runs = run_figures(folder)
     return {
         **figures,

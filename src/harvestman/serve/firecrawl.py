@@ -314,9 +314,11 @@ async def posted(request: Request, parse: Callable[[Any], Any], call: Callable[.
     return await run_in_threadpool(answered, lambda: call(parse(body), *args))
 
 
-def firecrawl_router(work: Firecrawl, auth: Auth) -> APIRouter:
-    """The /v1 routes, each behind `auth` (Firecrawl's clients send the server's token as their API key)."""
-    router = APIRouter(prefix="/v1", dependencies=[Depends(auth)], tags=["Firecrawl v1"])
+def versioned_router(version: str, work: Firecrawl, auth: Auth) -> APIRouter:
+    """A Firecrawl API version's router (`/v1`, `/v2`), each route behind `auth` (Firecrawl's clients
+    send the server's token as their API key), with the routes both versions declare alike: starting
+    a scrape and a crawl."""
+    router = APIRouter(prefix=f"/{version}", dependencies=[Depends(auth)], tags=[f"Firecrawl {version}"])
 
     @router.post("/scrape")
     async def scrape(request: Request) -> JSONResponse:
@@ -325,7 +327,14 @@ def firecrawl_router(work: Firecrawl, auth: Auth) -> APIRouter:
 
     @router.post("/crawl")
     async def start_crawl(request: Request) -> JSONResponse:
-        return await posted(request, crawl_request, work.start_crawl, f"{request.base_url}v1/crawl/")
+        return await posted(request, crawl_request, work.start_crawl, f"{request.base_url}{version}/crawl/")
+
+    return router
+
+
+def firecrawl_router(work: Firecrawl, auth: Auth) -> APIRouter:
+    """The /v1 routes."""
+    router = versioned_router("v1", work, auth)
 
     @router.get("/crawl/{crawl_id}")
     def crawl_status_route(crawl_id: str, request: Request, skip: int = 0) -> JSONResponse:

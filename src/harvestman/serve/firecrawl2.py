@@ -9,7 +9,7 @@ import inspect
 from collections.abc import Awaitable
 from typing import Any
 
-from fastapi import APIRouter, Depends, FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler, request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -20,14 +20,11 @@ from harvestman.serve.fcshapes import (
     EXTRACT_REFUSED,
     FIRECRAWL_PREFIXES,
     batch_request,
-    crawl_request,
     failure,
     map_request,
-    scrape_options,
-    scrape_url,
     search_request,
 )
-from harvestman.serve.firecrawl import PAGE_SIZE, Firecrawl, answered, posted
+from harvestman.serve.firecrawl import PAGE_SIZE, Firecrawl, answered, posted, versioned_router
 
 # An HTTP status as Firecrawl's error code, for the errors FastAPI raises itself.
 _CODES = {400: "BAD_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_FOUND",
@@ -35,17 +32,8 @@ _CODES = {400: "BAD_REQUEST", 401: "UNAUTHORIZED", 403: "FORBIDDEN", 404: "NOT_F
 
 
 def firecrawl2_router(work: Firecrawl, auth: Auth) -> APIRouter:
-    """The /v2 routes, each behind `auth` (the client sends the server's token as its API key)."""
-    router = APIRouter(prefix="/v2", dependencies=[Depends(auth)], tags=["Firecrawl v2"])
-
-    @router.post("/scrape")
-    async def scrape(request: Request) -> JSONResponse:
-        return await posted(request, lambda body: (scrape_url(body), scrape_options(body)),
-                            lambda asked: work.scrape(*asked))
-
-    @router.post("/crawl")
-    async def start_crawl(request: Request) -> JSONResponse:
-        return await posted(request, crawl_request, work.start_crawl, f"{request.base_url}v2/crawl/")
+    """The /v2 routes."""
+    router = versioned_router("v2", work, auth)
 
     @router.post("/batch/scrape")
     async def start_batch(request: Request) -> JSONResponse:

@@ -8,7 +8,7 @@ reports and batch jobs a `CrawlDb`.
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
 from harvestman.model.records import (
     CrawlTotals,
@@ -218,4 +218,8 @@ class CrawlDb(Protocol):
 
 @runtime_checkable
 class Store(Frontier, CrawlDb, Protocol):
-    """Both faces on one database, as `open_store` returns them."""
+    """Both faces on one database, as `open_store` returns them; `with store:` closes it."""
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, *exc: object) -> None: ...

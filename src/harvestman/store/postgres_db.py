@@ -11,7 +11,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from itertools import islice
-from typing import Any, TypeVar, cast
+from typing import Any, Self, TypeVar, cast
 
 from harvestman.model.config import DB_OUTAGE_LIMIT
 from harvestman.model.errors import ConfigError, DatabaseUnavailable, FrontierError
@@ -498,7 +498,7 @@ class PostgresDb(SqlReads):
             if self._conn is not None:
                 self._conn.close()
 
-    def __enter__(self) -> PostgresDb:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
