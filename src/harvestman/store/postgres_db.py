@@ -30,7 +30,7 @@ except ImportError:
 
 from harvestman.store.postgres_sql import MIGRATIONS, RECORD_COLS, SCHEMA, SCHEMA_BASE, SCHEMA_VERSION
 from harvestman.store.sql_reads import SqlReads
-from harvestman.store.sql_shared import POSTGRES
+from harvestman.store.sql_shared import POSTGRES, stored_schema
 from harvestman.store.sql_shared import POSTGRES_SQL as SQL
 
 _RETRIES = 5
@@ -135,15 +135,7 @@ class PostgresDb(SqlReads):
             if not tables:
                 raise FrontierError(f"no crawl in database {self.name}")
             raise FrontierError(f"{self.name} is a PostgreSQL database but not a harvestman crawl database")
-        row = conn.execute(SQL.schema_version).fetchone()
-        version = int(row[0]) if row and str(row[0]).isdigit() else -1
-        if version > SCHEMA_VERSION:
-            raise FrontierError(
-                f"{self.name} has crawl database schema {version}, newer than this harvestman "
-                f"understands ({SCHEMA_VERSION}): upgrade harvestman"
-            )
-        if version < 1:
-            raise FrontierError(f"{self.name} has an unknown crawl database schema ({row and row[0]!r})")
+        version = stored_schema(conn.execute(SQL.schema_version).fetchone(), str(self.name), SCHEMA_VERSION)
         if version < SCHEMA_VERSION:  # read-only: the columns it reads are not there yet
             raise FrontierError(
                 f"{self.name} has crawl database schema {version}: run a harvestman command that writes "

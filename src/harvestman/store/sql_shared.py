@@ -20,6 +20,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, fields
 from typing import Any
 
+from harvestman.model.errors import FrontierError
 from harvestman.model.records import FetchOutcome, UrlRecord, UrlState
 from harvestman.store.frontier import signed64
 
@@ -227,3 +228,16 @@ def outcome_params(o: FetchOutcome, url: str, url_id: int, state: UrlState, next
         "body_wire_bytes": o.body_wire_bytes, "saved_bytes": o.saved_bytes, "partial": o.partial,
         "change": o.change, "checked_by": o.checked_by, "topic": o.topic, "relevance": float(o.relevance),
     }
+
+
+def stored_schema(row: tuple[Any, ...] | None, name: str, latest: int) -> int:
+    """The schema version a crawl database stores (`row`: the answer of its schema_version query),
+    refused in one error of the tree when it is unknown or newer than `latest`, the one this
+    harvestman writes (`name`: the database as the user named it)."""
+    version = int(row[0]) if row and str(row[0]).isdigit() else -1
+    if version > latest:
+        raise FrontierError(f"{name} has crawl database schema {version}, newer than this harvestman "
+                            f"understands ({latest}): upgrade harvestman")
+    if version < 1:
+        raise FrontierError(f"{name} has an unknown crawl database schema ({row and row[0]!r})")
+    return version

@@ -15,7 +15,7 @@ from typing import Any, Self
 from harvestman.model.errors import FrontierError
 from harvestman.model.records import UrlState
 from harvestman.store.sql_shared import BEST_OF_HOST as SHARED_BEST_OF_HOST
-from harvestman.store.sql_shared import LEASE_EXPIRY_INDEX, META_TABLE, SQLITE, render
+from harvestman.store.sql_shared import LEASE_EXPIRY_INDEX, META_TABLE, SQLITE, render, stored_schema
 from harvestman.store.sql_shared import SQLITE_SQL as SQL
 from harvestman.store.sql_shared import record_columns as shared_record_columns
 
@@ -352,15 +352,7 @@ class SqliteFile:
         tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
         if "meta" not in tables or "urls" not in tables:
             raise FrontierError(f"{self.path} is an SQLite file but not a harvestman crawl database")
-        row = db.execute(SQL.schema_version).fetchone()
-        version = int(row[0]) if row and str(row[0]).isdigit() else -1
-        if version > SCHEMA_VERSION:
-            raise FrontierError(
-                f"{self.path} has crawl database schema {version}, newer than this harvestman "
-                f"understands ({SCHEMA_VERSION}): upgrade harvestman"
-            )
-        if version < 1:
-            raise FrontierError(f"{self.path} has an unknown crawl database schema ({row and row[0]!r})")
+        version = stored_schema(db.execute(SQL.schema_version).fetchone(), str(self.path), SCHEMA_VERSION)
         if version < SCHEMA_VERSION and not self.read_only:
             self._migrate()
             version = SCHEMA_VERSION
