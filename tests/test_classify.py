@@ -11,8 +11,9 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 
-from harvestman.index.classify import TextClassifier, train
 from harvestman.index.pages import FEATURES_DIR, PAGES_FILE
+from harvestman.policy.textmodel import train
+from harvestman.store.modelfiles import load_classifier, save_classifier
 from tests.support.crawlcheck import run_cli
 from tests.support.featuresite import VOCABULARY, write_labelled_site
 from tests.support.nginx import NginxServer, free_port
@@ -29,8 +30,8 @@ def test_train_predict_save_load(tmp_path: Path) -> None:
     probs = model.predict_proba("a ripe pear and an apple")
     assert set(probs) == {"fruit", "tool"} and abs(sum(probs.values()) - 1) < 1e-9
     assert probs["fruit"] > 0.5
-    model.save(tmp_path / "m")
-    again = TextClassifier.load(tmp_path / "m")
+    save_classifier(model, tmp_path / "m")
+    again = load_classifier(tmp_path / "m")
     assert again.predict_proba("hammer and nails") == model.predict_proba("hammer and nails")
     three = train({"a": ["apple pear"], "b": ["hammer saw"], "c": ["river lake"]})
     assert three.best("the lake and the river")[0] == "c"

@@ -34,7 +34,8 @@ from harvestman.crawl.parse import parse_html
 from harvestman.model.config import FocusSettings
 from harvestman.model.errors import ConfigError, StorageError
 from harvestman.policy.focus import MODES, OTHER, Focus, FocusSpec, Rules, TopicSpec, fit_calibration
-from harvestman.policy.textmodel import TextClassifier, train
+from harvestman.policy.textmodel import train
+from harvestman.store.modelfiles import load_classifier, save_classifier
 
 FOCUS_DIR = "focus"
 FOCUS_JSON = "focus.json"
@@ -233,7 +234,7 @@ def save_focus(focus: Focus, out_dir: Path, digest: str) -> None:
     folder = Path(out_dir) / FOCUS_DIR
     try:
         folder.mkdir(parents=True, exist_ok=True)
-        focus.model.save(folder)
+        save_classifier(focus.model, folder)
         meta = json.loads(focus.to_json())
         meta["digest"] = digest
         temporary = folder / f".{FOCUS_JSON}.{os.getpid()}"
@@ -259,7 +260,7 @@ def saved_focus(out_dir: Path) -> tuple[Focus, str] | None:
     except (KeyError, TypeError, ValueError) as exc:
         raise ConfigError(f"the focus saved in {folder} is damaged ({exc}): remove it to train again") \
             from None
-    model = TextClassifier.load(folder)
+    model = load_classifier(folder)
     a, b = meta.get("calibration") or (1.0, 0.0)
     focus = Focus(spec, model, rules, bool(meta.get("keep_off_topic", False)), (float(a), float(b)))
     return focus, str(meta.get("digest", ""))

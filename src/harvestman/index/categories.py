@@ -7,7 +7,7 @@
 
 Examples are globs of HTML files (relative to the TOML file) or URLs of pages the crawl stored. Negative
 examples of every category together make one more class, OTHER: a page most like them gets no
-category. The model is saved in DIR/classifier (index/classify.py) for reuse (`--model`).
+category. The model is saved in DIR/classifier (store/modelfiles.py) for reuse (`--model`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from harvestman.index.classify import TextClassifier, cross_validated_accuracy, train
 from harvestman.index.features import extract_features
 from harvestman.index.pages import (
     features_from_warc,
@@ -31,6 +30,8 @@ from harvestman.index.pages import (
 )
 from harvestman.model.errors import ConfigError
 from harvestman.model.records import PageFeatures
+from harvestman.policy.textmodel import TextClassifier, cross_validated_accuracy, train
+from harvestman.store.modelfiles import load_classifier, save_classifier
 
 OTHER = "other"  # the class of the negative examples
 MODEL_DIR = "classifier"
@@ -171,11 +172,11 @@ def classify_crawl(folder: Path, *, categories: Path | None = None, model: Path 
         count = sum(map(len, examples.values()))
         accuracy = cross_validated_accuracy(examples)
         model_dir = folder / MODEL_DIR
-        classifier.save(model_dir)
+        save_classifier(classifier, model_dir)
     else:
         assert model is not None
         model_dir = Path(model)
-        classifier = TextClassifier.load(model_dir)
+        classifier = load_classifier(model_dir)
     labelled = []
     for page, probs in zip(pages, classifier.predict_many([classifier_text(p) for p in pages]), strict=True):
         name = max(probs, key=probs.__getitem__)

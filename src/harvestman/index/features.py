@@ -155,7 +155,7 @@ def tag_counts(tree: Any) -> tuple[tuple[str, int], ...]:
 
 
 def extract_features(html: str, url: str, *, top_k: int = TOP_K) -> PageFeatures:
-    """Every feature of one HTML page (category left empty: see index/classify.py)."""
+    """Every feature of one HTML page (category left empty: see index/categories.py)."""
     html = html[:MAX_HTML]
     tree = _tree(html)
     title_node = tree.css_first("title")

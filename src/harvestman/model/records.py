@@ -243,7 +243,7 @@ class PageFeatures:
     language: str = ""  # ISO 639-1 code, detected from the text ('' when there is too little)
     tag_counts: tuple[tuple[str, int], ...] = ()  # DOM element name -> count, most frequent first
     ngrams: tuple[tuple[str, int], ...] = ()  # word 1-, 2- and 3-grams with counts, the top k of each
-    category: str = ""  # set by a classifier (index/classify.py); '' when not classified
+    category: str = ""  # set by a classifier (index/categories.py); '' when not classified
     category_probability: float = 0.0
 
 

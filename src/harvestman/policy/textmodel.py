@@ -1,12 +1,12 @@
 """A text classifier learnt from examples: categories of pages (seed 004), and focused crawling's scorer.
 
-It lives in policy/ (pure computation, no I/O but its own save and load) so that the crawl's focus
-scorer (policy/focus.py) can use it without importing index/, which sits above crawl/;
-index/classify.py re-exports it for the `classify` command.
+It lives in policy/ (pure computation, no I/O: store/modelfiles.py saves and loads it) so that the
+crawl's focus scorer (policy/focus.py) can use it without importing index/, which sits above crawl/;
+index/categories.py uses it for the `classify` command.
 
     model = train({"course": [text, ...], "research": [text, ...]})
     model.predict_proba(text)  # {"course": 0.91, "research": 0.09}
-    model.save(folder); TextClassifier.load(folder)
+    save_classifier(model, folder); load_classifier(folder)  # store/modelfiles.py
 
 Hashed word features (unigrams and bigrams, no vocabulary to keep: scikit-learn's HashingVectorizer),
 weighted by sublinear TF-IDF, and a multinomial logistic regression: trained in well under a second
@@ -17,20 +17,15 @@ trained it (prediction is a sparse dot product here, with numpy).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from harvestman.model.errors import ConfigError, StorageError
+from harvestman.model.errors import ConfigError
 
 N_FEATURES = 1 << 18
 NGRAMS = (1, 2)
 TOKENS = r"(?u)\b[^\W\d_][^\W\d_]+\b"  # words of two letters or more
-FORMAT = 1  # the saved model's format version
-MODEL_FILE = "model.json"
-WEIGHTS_FILE = "weights.npz"
 
 
 def _vectorizer() -> Any:
@@ -82,41 +77,6 @@ class TextClassifier:
         probs = self.predict_proba(text)
         name = max(probs, key=probs.__getitem__)
         return name, probs[name]
-
-    def save(self, folder: Path) -> None:
-        """Write the model to `folder` (model.json and weights.npz)."""
-        import numpy as np
-
-        folder = Path(folder)
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-            np.savez_compressed(folder / WEIGHTS_FILE, coef=self.coef, intercept=self.intercept, idf=self.idf)
-            meta = {"format": FORMAT, "classes": list(self.classes), "n_features": N_FEATURES,
-                    "ngrams": list(NGRAMS), "tokens": TOKENS}
-            (folder / MODEL_FILE).write_text(json.dumps(meta, indent=1) + "\n", encoding="utf-8")
-        except OSError as exc:
-            raise StorageError(f"cannot save the model in {folder}: {exc.strerror or exc}") from None
-
-    @classmethod
-    def load(cls, folder: Path) -> TextClassifier:
-        """Read a model `save` wrote; ConfigError when `folder` holds none."""
-        import numpy as np
-
-        folder = Path(folder)
-        try:
-            meta = json.loads((folder / MODEL_FILE).read_text(encoding="utf-8"))
-            with np.load(folder / WEIGHTS_FILE, allow_pickle=False) as weights:
-                coef, intercept, idf = weights["coef"], weights["intercept"], weights["idf"]
-        except (OSError, ValueError, KeyError) as exc:
-            raise ConfigError(f"{folder} holds no classifier model ({MODEL_FILE} and {WEIGHTS_FILE}): "
-                              f"{exc}") from None
-        if meta.get("format") != FORMAT or meta.get("n_features") != N_FEATURES \
-                or meta.get("tokens") != TOKENS or tuple(meta.get("ngrams", ())) != NGRAMS:
-            raise ConfigError(f"the model in {folder} was saved by another version: train it again")
-        classes = tuple(meta["classes"])
-        if coef.shape != ((1 if len(classes) == 2 else len(classes)), N_FEATURES):
-            raise ConfigError(f"the model in {folder} is damaged (weights of the wrong shape)")
-        return cls(classes, coef, intercept, idf)
 
 
 def train(examples: Mapping[str, Sequence[str]], *, balanced: bool = False,
