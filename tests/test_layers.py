@@ -68,3 +68,19 @@ def test_no_modules_import_each_other_in_a_loop() -> None:
         if module not in state:
             walk(module, [module])
     assert loops == []
+
+
+# What reads or writes files, sockets or processes; policy/ decides and never does any of it.
+_IO_MODULES = {"io", "os", "pathlib", "shutil", "socket", "sqlite3", "subprocess", "tempfile"}
+_IO_IMPORT = re.compile(r"^\s*(?:from\s+(\w+)[\w.]*\s+import|import\s+(\w+))", re.M)
+_IO_CALL = re.compile(r"(?<![\w.])open\(|\.(?:read_text|write_text|read_bytes|write_bytes|mkdir)\(")
+
+
+def test_the_policy_layer_does_no_io() -> None:
+    found = []
+    for path in sorted((PACKAGE / "policy").glob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        modules = {m.group(1) or m.group(2) for m in _IO_IMPORT.finditer(text)}
+        found += [f"{path.name} imports {name}" for name in sorted(modules & _IO_MODULES)]
+        found += [f"{path.name} calls {m.group(0)}" for m in _IO_CALL.finditer(text)]
+    assert found == []
