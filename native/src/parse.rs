@@ -397,9 +397,10 @@ fn refresh_target(content: &str) -> Result<Option<&str>, ()> {
     let mut target = rest.trim_matches(py_space);
     if target.chars().count() >= 2 && target.starts_with(['\'', '"']) {
         let quote = &target[..1];
+        // As Python's `target.find(quote, 1)`: a quote right after the opening one ends an empty target.
         target = match target[1..].find(quote) {
-            Some(end) if end > 0 => &target[1..1 + end],
-            _ => &target[1..],
+            Some(end) => &target[1..1 + end],
+            None => &target[1..],
         };
     }
     Ok((!target.is_empty()).then_some(target))
@@ -575,5 +576,13 @@ mod tests {
         let deep = "<div>".repeat(DEPTH_LIMIT + 1) + &"<br>".repeat(TAG_COUNT_CHECK);
         assert!(parse(&deep, "http://h/", 10).is_none());
         assert!(parse(&deep.replace("<div>", "<p>"), "http://h/", 10).is_some());
+    }
+
+    #[test]
+    fn refresh_targets_as_python() {
+        assert_eq!(refresh_target("0; URL='x'"), Ok(Some("x")));
+        assert_eq!(refresh_target("0; URL=''/z"), Ok(None)); // found by fuzz/fuzz_parse.py
+        assert_eq!(refresh_target("0; URL='x"), Ok(Some("x")));
+        assert_eq!(refresh_target("5"), Ok(None));
     }
 }
