@@ -2,8 +2,8 @@
 //! crawl's default), from one pass of lol_html's tokenizer, links resolved by ada-url (the WHATWG
 //! parser the Python side uses). parse_html reads Lexbor's tree; a tokenizer sees the same elements
 //! except where tree construction drops or moves them, and those documents (a template, markup
-//! inside noscript, frames, a link inside an open select, xlink:href or <html> inside svg or math)
-//! are left to Python: `parse` returns None for them, decided before any answer is given, so a
+//! inside noscript, frames, a link inside an open select, inside svg anything but its drawing
+//! elements, anything inside math, a <title> left open at the end) are left to Python: `parse` returns None for them, decided before any answer is given, so a
 //! page gets the one answer Python gives.
 
 use crate::charref::decode;
@@ -110,6 +110,75 @@ fn collapse(text: &str, limit: usize) -> String {
     }
 }
 
+/// The SVG elements that draw (and their gradients, filters, animations): inside <svg> the tree
+/// keeps them as the tokenizer reads them. Any other element there (an HTML element, which ends the
+/// SVG for the tree, or <title>, <desc>, <foreignObject>, <style>, <a>, whose content the tree
+/// reads otherwise) sends the page to Python; so does any element inside <math>.
+const SVG_DRAWING: [&str; 62] = [
+    "path",
+    "g",
+    "circle",
+    "ellipse",
+    "line",
+    "polyline",
+    "polygon",
+    "rect",
+    "defs",
+    "use",
+    "symbol",
+    "lineargradient",
+    "radialgradient",
+    "stop",
+    "clippath",
+    "mask",
+    "pattern",
+    "text",
+    "tspan",
+    "textpath",
+    "image",
+    "marker",
+    "animate",
+    "animatetransform",
+    "animatemotion",
+    "set",
+    "mpath",
+    "switch",
+    "view",
+    "filter",
+    "feblend",
+    "fecolormatrix",
+    "fecomponenttransfer",
+    "fecomposite",
+    "feconvolvematrix",
+    "fediffuselighting",
+    "fedisplacementmap",
+    "fedistantlight",
+    "fedropshadow",
+    "feflood",
+    "fefunca",
+    "fefuncb",
+    "fefuncg",
+    "fefuncr",
+    "fegaussianblur",
+    "feimage",
+    "femerge",
+    "femergenode",
+    "femorphology",
+    "feoffset",
+    "fepointlight",
+    "fespecularlighting",
+    "fespotlight",
+    "fetile",
+    "feturbulence",
+    "glyph",
+    "glyphref",
+    "hkern",
+    "vkern",
+    "font-face",
+    "missing-glyph",
+    "cursor",
+];
+
 /// An element parse_html reads, with its attributes as the tokenizer gave them (not decoded).
 enum Item {
     Anchor {
@@ -144,10 +213,11 @@ struct Gathered {
 
 thread_local! {
     /// The selectors, parsed once (lol_html's element! macro parses its selector on every call).
-    static SELECTORS: (Selector, Selector, Selector) = (
+    static SELECTORS: Selectors = (
         "a, area, iframe, link, meta, base, title, html, select, svg, math, noscript, template, frame, frameset".parse().expect("a valid selector"),
         "title".parse().expect("a valid selector"),
         "noscript".parse().expect("a valid selector"),
+        "svg *, math *".parse().expect("a valid selector"),
     );
 }
 
@@ -155,13 +225,19 @@ fn gather(html: &str) -> Option<Gathered> {
     SELECTORS.with(|selectors| gather_with(html, selectors))
 }
 
-fn gather_with(html: &str, selectors: &(Selector, Selector, Selector)) -> Option<Gathered> {
+type Selectors = (Selector, Selector, Selector, Selector);
+
+fn gather_with(html: &str, selectors: &Selectors) -> Option<Gathered> {
     let found = RefCell::new(Gathered::default());
     // Inside a <select>, where tree construction drops or moves elements, and inside <svg> or
-    // <math>, where an xlink:href or an <html> tag means something else to the tree (open till
-    // the end tag: a foreign element closed otherwise keeps this set, and the page goes to Python).
+    // <math> (open till the end tag: one closed otherwise, by an HTML end tag say, keeps this set
+    // and any element parse_html reads after it sends the page to Python).
     let in_select = Rc::new(Cell::new(0_usize));
     let in_foreign = Rc::new(Cell::new(0_usize));
+    let closed_by_another = Rc::new(Cell::new(false));
+    // The first <title>'s end tag was read: one left open takes the rest of the page as its text
+    // to the tree, which the tokenizer does not give back whole.
+    let title_closed = Rc::new(Cell::new(false));
     let settings = Settings::new()
         .append_element_content_handler((
             Cow::Borrowed(&selectors.0),
@@ -170,8 +246,7 @@ fn gather_with(html: &str, selectors: &(Selector, Selector, Selector)) -> Option
                     let tag = el.tag_name();
                     let mut g = found.borrow_mut();
                     if in_select.get() > 0
-                        || (in_foreign.get() > 0
-                            && (tag == "html" || el.has_attribute("xlink:href")))
+                        || (in_foreign.get() > 0 && tag != "svg" && tag != "math")
                     {
                         g.unsure = true;
                         return Ok(());
@@ -208,7 +283,20 @@ fn gather_with(html: &str, selectors: &(Selector, Selector, Selector)) -> Option
                                 g.base = el.get_attribute("href");
                             }
                         }
-                        "title" => g.titles += 1,
+                        "title" => {
+                            g.titles += 1;
+                            if g.titles == 1 {
+                                if let Some(handlers) = el.end_tag_handlers() {
+                                    let closed = Rc::clone(&title_closed);
+                                    let handler: lol_html::EndTagHandler<'static> =
+                                        Box::new(move |_| {
+                                            closed.set(true);
+                                            Ok(())
+                                        });
+                                    handlers.push(handler);
+                                }
+                            }
+                        }
                         "html" => {
                             // Later <html> tags add the attributes the first lacked.
                             if g.lang.is_none() {
@@ -227,8 +315,15 @@ fn gather_with(html: &str, selectors: &(Selector, Selector, Selector)) -> Option
                             });
                             if let Some(handlers) = el.end_tag_handlers() {
                                 depth.set(depth.get() + 1);
+                                let name = tag.clone();
+                                let broken = Rc::clone(&closed_by_another);
                                 let handler: lol_html::EndTagHandler<'static> =
-                                    Box::new(move |_| {
+                                    Box::new(move |end| {
+                                        // Closed by another end tag (</b> around an <svg>, say):
+                                        // the tree and the tokenizer may part from here on.
+                                        if !end.name().eq_ignore_ascii_case(&name) {
+                                            broken.set(true);
+                                        }
                                         depth.set(depth.get() - 1);
                                         Ok(())
                                     });
@@ -252,6 +347,18 @@ fn gather_with(html: &str, selectors: &(Selector, Selector, Selector)) -> Option
             }),
         ))
         .append_element_content_handler((
+            Cow::Borrowed(&selectors.3),
+            ElementContentHandlers::default().element(
+                |el: &mut Element<'_, '_>| -> HandlerResult {
+                    let tag = el.tag_name();
+                    if !SVG_DRAWING.contains(&tag.as_str()) {
+                        found.borrow_mut().unsure = true;
+                    }
+                    Ok(())
+                },
+            ),
+        ))
+        .append_element_content_handler((
             Cow::Borrowed(&selectors.2),
             ElementContentHandlers::default().text(|chunk: &mut TextChunk<'_>| {
                 if chunk.as_str().contains('<') {
@@ -265,7 +372,8 @@ fn gather_with(html: &str, selectors: &(Selector, Selector, Selector)) -> Option
     rewriter.write(html.as_bytes()).ok()?;
     rewriter.end().ok()?;
     let gathered = found.into_inner();
-    (!gathered.unsure).then_some(gathered)
+    let title_open = gathered.titles > 0 && !title_closed.get();
+    (!gathered.unsure && !title_open && !closed_by_another.get()).then_some(gathered)
 }
 
 /// crawl/parse.py's _origin: `url` up to the "/" that starts its path.
@@ -564,13 +672,22 @@ mod tests {
     #[test]
     fn leaves_unsure_trees_to_python() {
         assert!(parse("<noscript><a href=x></a></noscript>", "http://h/", 10).is_none());
-        assert!(parse(
-            "<noscript>text</noscript><svg><a href=x></a></svg>",
-            "http://h/",
-            10
-        )
-        .is_some());
+        let drawn =
+            "<noscript>text</noscript><svg><g><path d=M0/><use href=#i /></g></svg><a href=x>";
+        assert!(parse(drawn, "http://h/", 10).is_some());
         assert!(parse("<svg><a xlink:href=x></a></svg>", "http://h/", 10).is_none());
+        // Differences fuzz/fuzz_parse.py found (fuzz/seeds/parse/): the tree leaves or reads the
+        // foreign content otherwise than the tokenizer; a title left open at the end.
+        for page in [
+            "<math><title><p>x",
+            "<b><svg></b><iframe><a href=/y>",
+            "<svg><title><title>x</title></title>",
+            "<svg><foreignObject><![CDATA[><a href=/x>",
+            "<svg><style><foreignObject></style><title/>/",
+            "<title f=><h",
+        ] {
+            assert!(parse(page, "http://h/", 10).is_none(), "{page}");
+        }
         assert!(parse("<select><a href=x></a>", "http://h/", 10).is_none());
         assert!(parse("<select></select><a href=x></a>", "http://h/", 10).is_some());
         let deep = "<div>".repeat(DEPTH_LIMIT + 1) + &"<br>".repeat(TAG_COUNT_CHECK);
