@@ -58,7 +58,7 @@ def _time(fdp: atheris.FuzzedDataProvider) -> float:
 
 def _body(fdp: atheris.FuzzedDataProvider) -> bytes:
     body = bytes(fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 256)))
-    if fdp.ConsumeIntInRange(0, 15) == 0:  # about _ONE_SHOT_MAX, where the core leaves it to Python
+    if fdp.ConsumeIntInRange(0, 63) == 0:  # about _ONE_SHOT_MAX, where the core leaves it to Python
         size = _ONE_SHOT_MAX + fdp.ConsumeIntInRange(-600, 64)
         body = (body or b"x") * (size // max(1, len(body)) + 1)
         body = body[:size]
