@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import atheris
@@ -26,76 +27,83 @@ IDS = tuple(f"<urn:uuid:00000000-0000-4000-8000-00000000000{i}>" for i in (1, 2,
 TALLY = Tally("warc")
 
 
-def _text(fdp: atheris.FuzzedDataProvider, most: int) -> str:
-    """Text as it reaches the writer: printable ASCII, Latin-1 off the wire (CR and LF included), or
-    any Unicode (what never came off the wire)."""
-    mode = fdp.ConsumeIntInRange(0, 7)  # mostly ASCII: the core leaves the rest to Python
-    size = fdp.ConsumeIntInRange(0, most)
-    if mode == 7:
-        return str(fdp.ConsumeUnicodeNoSurrogates(size))
-    raw = fdp.ConsumeBytes(size)
-    if mode < 5:
-        raw = bytes(0x20 + b % 0x5F for b in raw)
-    return raw.decode("latin-1")
+class _Draw:
+    """The parts of a fetch, drawn from one fuzz input."""
 
+    def __init__(self, data: bytes) -> None:
+        self.fdp = atheris.FuzzedDataProvider(data)
+        # Text outside Latin-1 in one input of four: the core leaves any fetch holding it to Python.
+        self.wide = self.fdp.ConsumeIntInRange(0, 3) == 3
 
-def _uri(fdp: atheris.FuzzedDataProvider) -> str:
-    uri = fdp.PickValueInList(["http://", "https://", "http://", "https://", ""]) + _text(fdp, 40)
-    try:
-        urlsplit(uri)
-    except ValueError:  # "http://[x": a fetched URL is ada's, which urlsplit reads; the writer gets no other
-        return "http://h.test/"
-    return uri
+    def text(self, most: int, printable: bool = False) -> str:
+        """Text as it reaches the writer: mostly printable ASCII, else Latin-1 off the wire (CR and LF
+        included), or in a wide input any Unicode, what never came off the wire."""
+        mode = 0 if printable else self.fdp.ConsumeIntInRange(0, 7)
+        size = self.fdp.ConsumeIntInRange(0, most)
+        if mode == 7 and self.wide:
+            return str(self.fdp.ConsumeUnicodeNoSurrogates(size))
+        raw = self.fdp.ConsumeBytes(size)
+        if mode < 5:
+            raw = bytes(0x20 + b % 0x5F for b in raw)
+        return raw.decode("latin-1")
 
+    def pick(self, values: list[Any]) -> Any:
+        return self.fdp.PickValueInList(values)
 
-def _pairs(fdp: atheris.FuzzedDataProvider) -> tuple[tuple[str, str], ...]:
-    return tuple((_text(fdp, 12), _text(fdp, 24)) for _ in range(fdp.ConsumeIntInRange(0, 4)))
+    def uri(self) -> str:
+        # Printable ASCII but in wide inputs: the core leaves other URIs to Python.
+        uri = self.pick(["http://", "https://", "http://", "https://", ""]) + self.text(40, not self.wide)
+        try:  # "http://[x" is no fetched URL: those are ada's, which urlsplit reads
+            urlsplit(uri)
+        except ValueError:
+            return "http://h.test/"
+        return uri
 
+    def pairs(self) -> tuple[tuple[str, str], ...]:
+        return tuple((self.text(12), self.text(24)) for _ in range(self.fdp.ConsumeIntInRange(0, 4)))
 
-def _time(fdp: atheris.FuzzedDataProvider) -> float:
-    return float(fdp.PickValueInList(TIES)) if fdp.ConsumeBool() else fdp.ConsumeFloatInRange(0.0, 1e5)
+    def time(self) -> float:
+        return float(self.pick(TIES)) if self.fdp.ConsumeBool() else self.fdp.ConsumeFloatInRange(0.0, 1e5)
 
+    def body(self) -> bytes:
+        body = bytes(self.fdp.ConsumeBytes(self.fdp.ConsumeIntInRange(0, 256)))
+        if self.fdp.ConsumeIntInRange(0, 63) == 63:  # about _ONE_SHOT_MAX, where the core leaves it to Python
+            size = _ONE_SHOT_MAX + self.fdp.ConsumeIntInRange(-600, 64)
+            body = ((body or b"x") * (size // max(1, len(body)) + 1))[:size]
+        return body
 
-def _body(fdp: atheris.FuzzedDataProvider) -> bytes:
-    body = bytes(fdp.ConsumeBytes(fdp.ConsumeIntInRange(0, 256)))
-    if fdp.ConsumeIntInRange(0, 63) == 0:  # about _ONE_SHOT_MAX, where the core leaves it to Python
-        size = _ONE_SHOT_MAX + fdp.ConsumeIntInRange(-600, 64)
-        body = (body or b"x") * (size // max(1, len(body)) + 1)
-        body = body[:size]
-    return body
-
-
-def _rendering(fdp: atheris.FuzzedDataProvider) -> Rendering | None:
-    if fdp.ConsumeIntInRange(0, 15):
-        return None
-    return Rendering(original_headers=_pairs(fdp), original_body=_body(fdp), dom=_text(fdp, 40),
-                     screenshot=bytes(fdp.ConsumeBytes(8)), reason=_text(fdp, 8), settle=_text(fdp, 8))
+    def rendering(self) -> Rendering | None:
+        if self.fdp.ConsumeIntInRange(0, 15) < 15:  # (an input used up draws 0s)
+            return None
+        return Rendering(original_headers=self.pairs(), original_body=self.body(), dom=self.text(40),
+                         screenshot=bytes(self.fdp.ConsumeBytes(8)), reason=self.text(8), settle=self.text(8))
 
 
 def TestOneInput(data: bytes) -> None:
     """One input: a fetch (URIs, status, headers, body, flags, timings, errors), the request headers,
     outlinks, a given digest, a gzip level and the record ids; the two writers' bytes compared."""
-    fdp = atheris.FuzzedDataProvider(data)
-    url = _uri(fdp)
+    draw = _Draw(data)
+    fdp = draw.fdp
+    url = draw.uri()
     started = fdp.ConsumeIntInRange(0, 2**32) + fdp.ConsumeIntInRange(0, 999_999) / 1e6
     result = FetchResult(
-        url=url, final_url=_uri(fdp) if fdp.ConsumeBool() else "",
-        status=fdp.PickValueInList(STATUSES) if fdp.ConsumeBool() else fdp.ConsumeIntInRange(0, 1000),
-        headers=_pairs(fdp), body=_body(fdp), truncated=fdp.ConsumeBool(),
-        partial=fdp.PickValueInList(PARTIALS) if fdp.ConsumeBool() else _text(fdp, 16),
-        redirects=tuple(RedirectHop(_uri(fdp), fdp.ConsumeIntInRange(300, 399), _uri(fdp))
+        url=url, final_url=draw.uri() if fdp.ConsumeBool() else "",
+        status=draw.pick(STATUSES) if fdp.ConsumeBool() else fdp.ConsumeIntInRange(0, 1000),
+        headers=draw.pairs(), body=draw.body(), truncated=fdp.ConsumeBool(),
+        partial=draw.pick(PARTIALS) if fdp.ConsumeBool() else draw.text(16),
+        redirects=tuple(RedirectHop(draw.uri(), fdp.ConsumeIntInRange(300, 399), draw.uri())
                         for _ in range(fdp.ConsumeIntInRange(0, 2))),
-        error_class=_text(fdp, 8) if fdp.ConsumeBool() else "", error_message=_text(fdp, 16),
-        started_at=started, timings=Timings(*(_time(fdp) for _ in range(5))),
+        error_class=draw.text(8) if fdp.ConsumeBool() else "", error_message=draw.text(16),
+        started_at=started, timings=Timings(*(draw.time() for _ in range(5))),
         wire_bytes=fdp.ConsumeInt(9), attempt=fdp.ConsumeIntInRange(0, 5),
-        remote_addr=fdp.PickValueInList(["", "127.0.0.1", "::1"]) if fdp.ConsumeBool() else _text(fdp, 16),
-        rendering=_rendering(fdp),
+        remote_addr=draw.pick(["", "127.0.0.1", "::1"]) if fdp.ConsumeBool() else draw.text(16),
+        rendering=draw.rendering(),
     )
-    request_headers = _pairs(fdp)
-    outlinks = [_text(fdp, 40) for _ in range(fdp.ConsumeIntInRange(0, 3))]
-    digest = fdp.PickValueInList(["", "sha1:GIVEN"]) if fdp.ConsumeBool() else _text(fdp, 12)
+    request_headers = draw.pairs()
+    outlinks = [draw.text(40) for _ in range(fdp.ConsumeIntInRange(0, 3))]
+    digest = draw.pick(["", "sha1:GIVEN"]) if fdp.ConsumeBool() else draw.text(12)
     level = fdp.ConsumeIntInRange(0, 3)  # levels both ISA-L (0-3) and zlib take
-    ids = IDS if fdp.ConsumeBool() else (_text(fdp, 12), _text(fdp, 12), _text(fdp, 12))
+    ids = IDS if fdp.ConsumeBool() else (draw.text(12), draw.text(12), draw.text(12))
     TALLY.note(compare_warc(result, request_headers, outlinks, digest, level, ids, _warc_date(started)))
 
 

@@ -46,10 +46,12 @@ def test_fuzz_harness_runs_without_a_crash(name: str, tmp_path: Path) -> None:
         _needs_the_core()
     corpus = tmp_path / "corpus"
     shutil.copytree(FUZZ_DIR / "seeds" / name, corpus)  # libFuzzer adds to it: never the checked-in copy
+    dictionary = FUZZ_DIR / f"{name}.dict"  # libFuzzer's tokens for the harness, where it has some
     command = [
         sys.executable, str(FUZZ_DIR / f"fuzz_{name}.py"),
         f"-runs={RUNS[name]}", f"-max_total_time={MAX_TOTAL_TIME}", "-seed=1", "-timeout=10",
-        "-rss_limit_mb=2048", f"-artifact_prefix={tmp_path}/", str(corpus),
+        "-rss_limit_mb=2048", f"-artifact_prefix={tmp_path}/",
+        *([f"-dict={dictionary}"] if dictionary.exists() else []), str(corpus),
     ]
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr[-4000:]
