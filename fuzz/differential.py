@@ -8,9 +8,12 @@ the Python path runs alone and the harness says why once.
 
 from __future__ import annotations
 
+import hashlib
+import os
 import sys
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from harvestman.crawl import parse
 from harvestman.model.core import core_name
@@ -18,6 +21,9 @@ from harvestman.model.records import FetchResult, Headers, ParsedPage
 from harvestman.store import warc
 
 SHOWN = 3000  # characters of each output in a mismatch's message
+# A folder to collect differences in and go on (a long hunt past the known ones), instead of stopping.
+KEEP_GOING_ENV = "FUZZ_DIFFERENCES"
+KEEP_AT_MOST = 1000  # inputs written there
 
 
 class CoreMismatch(AssertionError):
@@ -52,6 +58,27 @@ def announce(name: str) -> None:
     else:
         print(f"differential {name}: no compiled core in use, Python only: {core_name()}",
               file=sys.stderr, flush=True)
+
+
+def keep_going(test: Callable[[bytes], None]) -> Callable[[bytes], None]:
+    """`test` as it is, or where FUZZ_DIFFERENCES names a folder, `test` writing each input it finds a
+    difference on there (with its message beside it, NAME.txt) and going on."""
+    folder = os.environ.get(KEEP_GOING_ENV)
+    if not folder:
+        return test
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+
+    def test_and_keep(data: bytes) -> None:
+        try:
+            test(data)
+        except CoreMismatch as exc:
+            if sum(1 for _ in out.glob("*.txt")) < KEEP_AT_MOST:
+                name = hashlib.sha1(data).hexdigest()
+                (out / name).write_bytes(data)
+                (out / f"{name}.txt").write_text(str(exc))
+
+    return test_and_keep
 
 
 def core_in_use() -> bool:

@@ -14,7 +14,7 @@ import atheris
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # fuzz.differential, from any directory
 
 with atheris.instrument_imports(include=["harvestman"]):
-    from fuzz.differential import Tally, announce, compare_parse
+    from fuzz.differential import Tally, announce, compare_parse, keep_going
     from harvestman.crawl.parse import MAX_ANCHOR, MAX_DESCRIPTION, MAX_TITLE, parse_html
     from harvestman.fetch.content import decode_text, detect_charset, sniff_binary
     from harvestman.model.records import LinkKind
@@ -61,7 +61,7 @@ def TestOneInput(data: bytes) -> None:
 def main() -> None:
     """Run libFuzzer with the command line's options."""
     announce("parse")
-    atheris.Setup(sys.argv, TestOneInput)
+    atheris.Setup(sys.argv, keep_going(TestOneInput))
     atheris.Fuzz()
 
 

@@ -15,7 +15,7 @@ import atheris
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # fuzz.differential, from any directory
 
 with atheris.instrument_imports(include=["harvestman"]):
-    from fuzz.differential import Tally, announce, compare_warc
+    from fuzz.differential import Tally, announce, compare_warc, keep_going
     from harvestman.model.records import FetchResult, RedirectHop, Rendering, Timings
     from harvestman.store.warc import _ONE_SHOT_MAX, _warc_date
 
@@ -110,7 +110,7 @@ def TestOneInput(data: bytes) -> None:
 def main() -> None:
     """Run libFuzzer with the command line's options."""
     announce("warc")
-    atheris.Setup(sys.argv, TestOneInput)
+    atheris.Setup(sys.argv, keep_going(TestOneInput))
     atheris.Fuzz()
 
 
