@@ -137,10 +137,8 @@ def compare_warc(result: FetchResult, request_headers: Headers, outlinks: Sequen
     if got is None:
         return False
     if got != expected:
-        at = next((i for i, (a, b) in enumerate(zip(got, expected, strict=False)) if a != b),
-                  min(len(got), len(expected)))
         raise CoreMismatch(f"WARC records of {_show(result)}, request headers {_show(request_headers)}, "
                            f"outlinks {_show(outlinks)}, digest {digest!r}, level {level}: bytes differ "
-                           f"at {at} ({len(got)} and {len(expected)} bytes); gunzipped:\n"
+                           f"({len(got)} and {len(expected)} bytes); gunzipped:\n"
                            f"  core:   {_show(_members(got))}\n  python: {_show(_members(expected))}")
     return True
