@@ -31,13 +31,17 @@ DIFFERENTIAL = ("parse", "warc")
 # seed corpora the runs above start from, each replayed here as an expected failure. Once the core is
 # fixed the test passes, so it fails as strict: then move the input to fuzz/seeds/<harness>/.
 KNOWN = FUZZ_DIR / "seeds" / "known-differences"
-# The eight SVG/MathML ones: where Lexbor's tree builder leaves or enters <svg>/<math> content
-# otherwise than the core's tokenizer (lol_html) follows it (native/src/parse.rs, gather).
 KNOWN_DIFFERENCES = {
     "parse/refresh-empty-quotes": "native/src/parse.rs refresh_target: in <meta http-equiv=refresh "
     "content=\"0; URL=''/z\"> the closing quote's index is taken relative to the text after the opening "
     "one, so an empty quoted URL (index 0) falls back to the rest, \"'/z\": the core links to it, "
     "_refresh_target gives no target",
+    "parse/title-attribute-without-value": "<title f=><a href=/x>: after a <title> whose last attribute "
+    "has no value the core reads tags in the title (the link /x, title ''); Python's title is <a href=/x>, "
+    "no link (994 of the 1,000 differences a 15-minute fuzz_parse.py -dict run collected; the other 6: "
+    "refresh-empty-quotes)",
+    # The SVG/MathML ones: where Lexbor's tree builder leaves or enters <svg>/<math> content
+    # otherwise than the core's tokenizer (lol_html) follows it (native/src/parse.rs, gather).
     "parse/math-title-then-p": "<math><title><p>x: <p> ends the MathML content for the tree (title ''), "
     "the core reads x as the title",
     "parse/end-tag-leaves-svg": "<b><svg></b><iframe><a href=/y>: </b> closes the <svg> for the tree, so the "
@@ -46,10 +50,6 @@ KNOWN_DIFFERENCES = {
     "holds x; the core's title is ''",
     "parse/cdata-in-foreignobject": "<svg><foreignObject><![CDATA[><a href=/x>: a CDATA section to the tree "
     "(no link); to the core a bogus comment ending at the first >, then a link",
-    "parse/title-attribute-without-value": "<title f=><a href=/x>: after a <title> whose last attribute "
-    "has no value the core reads tags in the title (the link /x, title ''); Python's title is <a href=/x>, "
-    "no link (994 of the 1,000 differences a 15-minute fuzz_parse.py -dict run collected; the other 6: "
-    "refresh-empty-quotes)",
     "parse/math-svg-body-iframe": "<math><svg><body><iframe><area href>: the tree reads the <iframe>'s "
     "content as text (no link); the core takes the <area>",
     "parse/annotation-xml-end-tag-frame": "<math><a><annotation-xml encoding=text/html></a><script>"
