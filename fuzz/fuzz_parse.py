@@ -1,4 +1,5 @@
-"""atheris harness for HTML link extraction: bytes -> charset -> text -> parse_html, output bounded.
+"""atheris harness for HTML link extraction: bytes -> charset -> text -> parse_html, output bounded; and
+the compiled core's parse of the text against the Python reference's (fuzz/differential.py).
 
 Run: python fuzz/fuzz_parse.py [libFuzzer options] [CORPUS_DIR ...], e.g. -max_total_time=60.
 """
@@ -6,10 +7,14 @@ Run: python fuzz/fuzz_parse.py [libFuzzer options] [CORPUS_DIR ...], e.g. -max_t
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import atheris
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # fuzz.differential, from any directory
+
 with atheris.instrument_imports(include=["harvestman"]):
+    from fuzz.differential import Tally, announce, compare_parse, keep_going
     from harvestman.crawl.parse import MAX_ANCHOR, MAX_DESCRIPTION, MAX_TITLE, parse_html
     from harvestman.fetch.content import decode_text, detect_charset, sniff_binary
     from harvestman.model.records import LinkKind
@@ -21,6 +26,7 @@ CONTENT_TYPES = ("text/html", "text/html; charset=utf-8", "text/html; charset=wi
 PAGES = ("http://example.com/dir/page.html", "https://[::1]:8443/", "not a url")
 MAX_TEXT = 500
 ANCHORS = (LinkKind.ANCHOR, LinkKind.AREA)
+TALLY = Tally("parse")
 
 
 def TestOneInput(data: bytes) -> None:
@@ -45,13 +51,17 @@ def TestOneInput(data: bytes) -> None:
         assert link.url.startswith(("http://", "https://")), link.url
         assert resolve(link.url) is not None, link.url
         assert len(link.anchor) <= MAX_ANCHOR
+    TALLY.note(compare_parse(text, page_url, max_links))
+    if "\0" in text:  # the core leaves a page with NULs to Python: compare the rest of it too
+        TALLY.note(compare_parse(text.replace("\0", ""), page_url, max_links))
     # A raw decode with lone surrogates reaches the parser too when a caller skips decode_text.
     parse_html(body.decode("utf-8", "surrogateescape"), page_url, max_links=max_links, max_text=MAX_TEXT)
 
 
 def main() -> None:
     """Run libFuzzer with the command line's options."""
-    atheris.Setup(sys.argv, TestOneInput)
+    announce("parse")
+    atheris.Setup(sys.argv, keep_going(TestOneInput))
     atheris.Fuzz()
 
 
