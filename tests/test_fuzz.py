@@ -27,40 +27,6 @@ FUZZ_DIR = Path(__file__).resolve().parent.parent / "fuzz"
 # Runs per harness, about 2-5 s each on one core; a fixed -seed makes the runs the same every time.
 RUNS = {"urls": 20_000, "robots": 1_500, "parse": 3_000, "sitemaps": 3_000, "warc": 1_000}
 DIFFERENTIAL = ("parse", "warc")
-# Differences found and not fixed yet (native/ is another change's): their inputs, kept out of the
-# seed corpora the runs above start from, each replayed here as an expected failure. Once the core is
-# fixed the test passes, so it fails as strict: then move the input to fuzz/seeds/<harness>/.
-KNOWN = FUZZ_DIR / "seeds" / "known-differences"
-KNOWN_DIFFERENCES = {
-    "parse/refresh-empty-quotes": "native/src/parse.rs refresh_target: in <meta http-equiv=refresh "
-    "content=\"0; URL=''/z\"> the closing quote's index is taken relative to the text after the opening "
-    "one, so an empty quoted URL (index 0) falls back to the rest, \"'/z\": the core links to it, "
-    "_refresh_target gives no target",
-    "parse/title-attribute-without-value": "<title f=><a href=/x>: after a <title> whose last attribute "
-    "has no value the core reads tags in the title (the link /x, title ''); Python's title is <a href=/x>, "
-    "no link (994 of the 1,000 differences a 15-minute fuzz_parse.py -dict run collected; the other 6: "
-    "refresh-empty-quotes)",
-    # The SVG/MathML ones: where Lexbor's tree builder leaves or enters <svg>/<math> content
-    # otherwise than the core's tokenizer (lol_html) follows it (native/src/parse.rs, gather).
-    "parse/math-title-then-p": "<math><title><p>x: <p> ends the MathML content for the tree (title ''), "
-    "the core reads x as the title",
-    "parse/end-tag-leaves-svg": "<b><svg></b><iframe><a href=/y>: </b> closes the <svg> for the tree, so the "
-    "<iframe> is HTML and its content text; the core, still in SVG, takes the link",
-    "parse/svg-title-in-title": "<svg><title><title>x</title></title>: the tree's first title (the SVG one) "
-    "holds x; the core's title is ''",
-    "parse/cdata-in-foreignobject": "<svg><foreignObject><![CDATA[><a href=/x>: a CDATA section to the tree "
-    "(no link); to the core a bogus comment ending at the first >, then a link",
-    "parse/math-svg-body-iframe": "<math><svg><body><iframe><area href>: the tree reads the <iframe>'s "
-    "content as text (no link); the core takes the <area>",
-    "parse/annotation-xml-end-tag-frame": "<math><a><annotation-xml encoding=text/html></a><script>"
-    "<frame src=d>: the tree holds a <frame> (the link d, a frame); the core, reading the <script> as raw "
-    "text, none (and does not leave the page to Python as it does pages with frames)",
-    "parse/svg-title-xmp": "<svg><title><xmp>&#3: the tree reads the <xmp> content raw (title &#3); the "
-    "core decodes the reference (title \\x03)",
-    "parse/svg-end-tag-closes-foreignobject": "<svg><style><foreignObject></style><title/>/: </style> closes "
-    "the <foreignObject> too, so <title/> is an SVG title with no text for the tree; the core reads / as "
-    "the title",
-}
 MAX_TOTAL_TIME = 15  # seconds: the cap on a slow machine, whichever of the two comes first
 
 pytestmark = pytest.mark.skipif(
@@ -150,14 +116,3 @@ def test_warc_records_that_differ_are_a_crash_with_both_outputs(monkeypatch: pyt
         for seed in seeds:
             harness.TestOneInput(seed.read_bytes())
     assert "bytes differ" in str(caught.value) and str(caught.value).count("WARC/1.1") >= 2
-
-
-# Every input under KNOWN, each with its entry in KNOWN_DIFFERENCES (a KeyError here names one without).
-@pytest.mark.parametrize("name", [
-    pytest.param(name, marks=pytest.mark.xfail(raises=CoreMismatch, strict=True,
-                                                reason=KNOWN_DIFFERENCES[name]))
-    for name in sorted(p.relative_to(KNOWN).as_posix() for p in KNOWN.rglob("*") if p.is_file())
-])
-def test_a_known_difference_still_differs(name: str) -> None:
-    _needs_the_core()
-    _harness(name.split("/")[0]).TestOneInput((KNOWN / name).read_bytes())

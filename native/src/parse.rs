@@ -57,6 +57,62 @@ fn too_deep(html: &[u8]) -> bool {
     false
 }
 
+/// The elements whose content the tokenizer reads as text of a kind its start tag decides.
+const TEXT_ELEMENTS: [&[u8]; 10] = [
+    b"title",
+    b"script",
+    b"style",
+    b"textarea",
+    b"xmp",
+    b"iframe",
+    b"noembed",
+    b"noframes",
+    b"plaintext",
+    b"noscript",
+];
+
+/// A start tag of a TEXT_ELEMENTS element that ends in an attribute's `=` (`<title f=>`): lol_html
+/// 3.0.3 goes on in its data state after such a tag (before_attribute_value_state's `>`), reading
+/// tags where the tree reads text. An unclosed tag counts too: either way Python parses the page.
+fn bare_equals_text_tag(html: &[u8]) -> bool {
+    for at in memchr::memchr_iter(b'<', html) {
+        let rest = &html[at + 1..];
+        let Some(name) = TEXT_ELEMENTS.iter().find(|name| {
+            rest.len() > name.len()
+                && rest[..name.len()].eq_ignore_ascii_case(name)
+                && matches!(
+                    rest[name.len()],
+                    b'\t' | b'\n' | b'\x0c' | b'\r' | b' ' | b'/'
+                )
+        }) else {
+            continue;
+        };
+        let mut quote = None;
+        let mut last = 0_u8; // the last byte outside quotes and white space
+        let mut closed = false;
+        for &b in &rest[name.len()..] {
+            match quote {
+                Some(q) if b == q => {
+                    quote = None;
+                    last = b;
+                }
+                Some(_) => {}
+                None if (b == b'"' || b == b'\'') && last == b'=' => quote = Some(b),
+                None if b == b'>' => {
+                    closed = true;
+                    break;
+                }
+                None if b.is_ascii_whitespace() => {}
+                None => last = b,
+            }
+        }
+        if !closed || last == b'=' {
+            return true;
+        }
+    }
+    false
+}
+
 /// Where a link was found: harvestman.model.records.LinkKind, in the order crawl/parse.py passes
 /// them to lib.rs's PageParser.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -520,6 +576,7 @@ fn refresh_target(content: &str) -> Result<Option<&str>, ()> {
 pub fn parse(html: &str, url: &str, max_links: usize) -> Option<Page> {
     let bytes = html.as_bytes();
     if bytes.contains(&0)
+        || bare_equals_text_tag(bytes)
         || (bytes.iter().filter(|&&b| b == b'<').count() > TAG_COUNT_CHECK && too_deep(bytes))
     {
         return None;
@@ -675,6 +732,8 @@ mod tests {
         let drawn =
             "<noscript>text</noscript><svg><g><path d=M0/><use href=#i /></g></svg><a href=x>";
         assert!(parse(drawn, "http://h/", 10).is_some());
+        let quoted = r#"<title f="=">t</title><script a='x=' b=c>x => y</script><a href=x>"#;
+        assert!(parse(quoted, "http://h/", 10).is_some());
         assert!(parse("<svg><a xlink:href=x></a></svg>", "http://h/", 10).is_none());
         // Differences fuzz/fuzz_parse.py found (fuzz/seeds/parse/): the tree leaves or reads the
         // foreign content otherwise than the tokenizer; a title left open at the end.
@@ -685,6 +744,8 @@ mod tests {
             "<svg><foreignObject><![CDATA[><a href=/x>",
             "<svg><style><foreignObject></style><title/>/",
             "<title f=><h",
+            "<title f=><a href=/x></title>",
+            "<script f= ><a href=/x></script><a href=/z>",
         ] {
             assert!(parse(page, "http://h/", 10).is_none(), "{page}");
         }
