@@ -347,17 +347,7 @@ impl PagePath {
             return Ok(None);
         };
         let page = or_leave!(parse::parse(html, url, max_links));
-        // outlinks()'s followed links: none under a nofollow page, else the links not rel=nofollow.
-        let followed: Vec<String> = if page.nofollow {
-            Vec::new()
-        } else {
-            page.links
-                .iter()
-                .filter(|link| !link.2)
-                .map(|link| link.0.clone())
-                .collect()
-        };
-        let followed: Vec<&str> = followed.iter().map(String::as_str).collect();
+        let followed = page.followed();
         let signature = if body.is_empty() {
             String::new()
         } else {
@@ -374,7 +364,11 @@ impl PagePath {
             ids,
             date
         )?);
-        Ok(Some((signature, self.parser.get().fields(py, page)?, records)))
+        Ok(Some((
+            signature,
+            self.parser.get().fields(py, page)?,
+            records,
+        )))
     }
 }
 
