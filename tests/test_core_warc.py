@@ -224,8 +224,8 @@ def test_any_fetch_the_same_or_left_to_python(
 def test_one_call_page_is_the_three_calls(native: Any, tmp_path: Path) -> None:
     """The next boundary's prototype (PagePath, bench/core_page.py): one call gives the signature,
     parse_html's page and the records the crawl's three calls give, byte for byte, the records'
-    outlinks being the page's followed links (none under a nofollow page); a page the parse leaves
-    to Python, the one call leaves too."""
+    outlinks being the page's followed links (none under a nofollow page), the parse compared with
+    the Python path's; a page the parse leaves to Python, the one call leaves too."""
     from harvestman import _core
     from harvestman.crawl import parse
     from harvestman.policy.outcome import content_signature
@@ -242,7 +242,8 @@ def test_one_call_page_is_the_three_calls(native: Any, tmp_path: Path) -> None:
         got = one.page(result, UA, 1000, writer.compress_level, IDS, DATE)
         assert got is not None, result.url
         signature, fields, data = got
-        want = parse_html(result.text or "", result.final_url, with_text=False, anchors=False)
+        want = parse._parse_python(result.text or "", result.final_url, 1000, 0, parse.SEGMENT_CHARS,
+                                   False, False)
         title, description, language, links, noindex, nofollow, base_url = fields
         assert ParsedPage(title=title, description=description, language=language, links=links,
                           noindex=noindex, nofollow=nofollow, base_url=base_url) == want
