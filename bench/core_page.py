@@ -5,11 +5,12 @@ Python, the WARC writer's core call), on the benchmark web's pages.
 
     python bench/core_page.py [--hosts 10] [--pages 50] [--runs 5]
 
-Prints how many pages the one call answers and on how many its answer is the three calls' (same
-signature, same ParsedPage, same gzipped records), then the CPU µs a page (median of --runs,
-alternating) of: the three calls with the followed links unscoped (what the one call does), the
-same with the crawl's scope check (pagelinks.queueable, which the one call leaves to Python), and
-the one call. Record ids and dates are made in Python for both, as the writer makes them.
+Prints how many pages the one call answers and on how many its answer is the Python path's (the
+signature, parse_html's ParsedPage without the core, the Python writer's gzipped records), then
+the CPU µs a page (median of --runs, alternating) of: the three calls with the followed links
+unscoped (what the one call does), the same with the crawl's scope check (pagelinks.queueable,
+which the one call leaves to Python), and the one call. Record ids and dates are made in Python for
+both, as the writer makes them.
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ def main() -> None:
             run()
             times[label].append((time.thread_time() - started) * 1e6 / len(results))
     print(f"benchmark web: {len(results)} pages, the one call answers {answered}, "
-          f"the three calls' answer on {same}")
+          f"the Python path's answer on {same}")
     base = statistics.median(times["three calls"])
     for label, values in times.items():
         median = statistics.median(values)
