@@ -21,13 +21,11 @@ from bench.synthweb import generate_web, host_addresses
 from harvestman.crawl import parse
 from harvestman.crawl.parse import parse_html
 from harvestman.model.core import core
-from harvestman.model.records import Link, LinkKind, ParsedPage
+from harvestman.model.records import Link, ParsedPage
 from tests.support.conformance import url_cases
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = Path("/usr/share/doc/python3.11/html")  # the corpus bench/link_recall.py checks with Chromium
-KINDS = (LinkKind.ANCHOR, LinkKind.AREA, LinkKind.IFRAME, LinkKind.CANONICAL, LinkKind.ALTERNATE,
-         LinkKind.NEXT, LinkKind.META_REFRESH)
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +38,7 @@ def native() -> Any:
     except ImportError:
         pytest.skip("harvestman._core is not built (no Rust toolchain at pip install)")
     assert chosen.source_digest(ROOT / "native") == _core.SOURCE_DIGEST, "stale core: pip install -e ."
-    return _core.PageParser(Link, KINDS)
+    return _core.PageParser(Link, parse.CORE_KINDS)
 
 
 def both(native: Any, text: str, url: str, max_links: int = 1000) -> tuple[ParsedPage | None, ParsedPage]:

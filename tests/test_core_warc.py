@@ -6,6 +6,7 @@ Python writes."""
 
 from __future__ import annotations
 
+import dataclasses
 import gzip
 import http
 import io
@@ -21,7 +22,7 @@ from warcio.archiveiterator import ArchiveIterator
 from bench.synthweb import generate_web, host_addresses
 from harvestman.crawl.parse import parse_html
 from harvestman.fetch.content import sha1_base32
-from harvestman.model.records import FetchResult, RedirectHop, Rendering, Timings
+from harvestman.model.records import FetchResult, Link, ParsedPage, RedirectHop, Rendering, Timings
 from harvestman.store import warc
 from harvestman.store.warc import WarcWriter
 
@@ -218,3 +219,37 @@ def test_any_fetch_the_same_or_left_to_python(
         writer = WarcWriter.__new__(WarcWriter)  # _build_python reads nothing of the instance's files
         writer.compress_level = 1
         assert got == writer._build_python(result, tuple(sent), outlinks, digest, IDS, DATE)
+
+
+def test_one_call_page_is_the_three_calls(native: Any, tmp_path: Path) -> None:
+    """The next boundary's prototype (PagePath, bench/core_page.py): one call gives the signature,
+    parse_html's page and the records the crawl's three calls give, byte for byte, the records'
+    outlinks being the page's followed links (none under a nofollow page), the parse compared with
+    the Python path's; a page the parse leaves to Python, the one call leaves too."""
+    from harvestman import _core
+    from harvestman.crawl import parse
+    from harvestman.policy.outcome import content_signature
+
+    one = _core.PagePath(native, _core.PageParser(Link, parse.CORE_KINDS))
+    writer = WarcWriter(tmp_path / "warc")
+    u = "http://a.test/p"
+    pages = [r for r, _ in synthweb_fetches(tmp_path) + corpus_fetches()] + [
+        fetch(u, b'<a href="/x" rel="nofollow">x</a><a href="/y">y</a><a href="/x">again</a>'),
+        fetch(u, b'<meta name="robots" content="nofollow"><a href="/y">y</a>'),
+    ]
+    for result in pages:
+        result = dataclasses.replace(result, text=result.body.decode())
+        got = one.page(result, UA, 1000, writer.compress_level, IDS, DATE)
+        assert got is not None, result.url
+        signature, fields, data = got
+        want = parse._parse_python(result.text or "", result.final_url, 1000, 0, parse.SEGMENT_CHARS,
+                                   False, False)
+        title, description, language, links, noindex, nofollow, base_url = fields
+        assert ParsedPage(title=title, description=description, language=language, links=links,
+                          noindex=noindex, nofollow=nofollow, base_url=base_url) == want
+        assert signature == content_signature(result.body)
+        followed = [] if want.nofollow else [link.url for link in want.links if not link.nofollow]
+        assert data == writer._build_python(result, UA, followed, signature, IDS, DATE)
+    left = fetch(u, b"<template><a href=/t>t</a></template>")
+    assert one.page(dataclasses.replace(left, text="<template><a href=/t>t</a></template>"),
+                    UA, 1000, 1, IDS, DATE) is None

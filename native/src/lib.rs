@@ -100,6 +100,38 @@ impl WarcRecords {
         ids: (String, String, String),
         date: &str,
     ) -> PyResult<Option<Bound<'py, PyBytes>>> {
+        let mut links = Vec::new();
+        for link in outlinks.try_iter()? {
+            links.push(or_leave!(text(link?)));
+        }
+        let links: Vec<&str> = or_leave!(links.iter().map(|l| l.to_str().ok()).collect());
+        self.build(
+            py,
+            result,
+            request_headers,
+            &links,
+            payload_digest,
+            level,
+            ids,
+            date,
+        )
+    }
+}
+
+impl WarcRecords {
+    /// WarcRecords.fetch with the outlinks as text.
+    #[allow(clippy::too_many_arguments)]
+    fn build<'py>(
+        &self,
+        py: Python<'py>,
+        result: &Bound<'py, PyAny>,
+        request_headers: &Bound<'py, PyAny>,
+        outlinks: &[&str],
+        payload_digest: &str,
+        level: i32,
+        ids: (String, String, String),
+        date: &str,
+    ) -> PyResult<Option<Bound<'py, PyBytes>>> {
         let get = |name: &Bound<'py, PyString>| result.getattr(name);
         if !get(intern!(py, "rendering"))?.is_none() {
             return Ok(None); // conversion and resource records: the Python writer's
@@ -113,10 +145,6 @@ impl WarcRecords {
         let body = or_leave!(body_obj.cast::<PyBytes>().ok()).as_bytes();
         let headers = or_leave!(pairs(&get(intern!(py, "headers"))?)?);
         let sent = or_leave!(pairs(request_headers)?);
-        let mut links = Vec::new();
-        for link in outlinks.try_iter()? {
-            links.push(or_leave!(text(link?)));
-        }
         let timings = get(intern!(py, "timings"))?;
         let mut times = [0.0; 5];
         for (slot, name) in times
@@ -156,7 +184,7 @@ impl WarcRecords {
             partial: or_leave!(partial.to_str().ok()),
             payload_digest,
             request_headers: or_leave!(borrowed(&sent)),
-            outlinks: or_leave!(links.iter().map(|l| l.to_str().ok()).collect()),
+            outlinks: outlinks.to_vec(),
             timings: times,
             wire_bytes: int_text(&get(intern!(py, "wire_bytes"))?)?,
             attempt: int_text(&get(intern!(py, "attempt"))?)?,
@@ -231,30 +259,36 @@ impl PageParser {
     /// (title, description, language, links, noindex, nofollow, base_url) of an HTML page, as
     /// parse_html(text, url, max_links=max_links, with_text=False, anchors=False) has them, or
     /// None to leave the page to Python.
-    #[allow(clippy::type_complexity)]
     fn parse<'py>(
         &self,
         py: Python<'py>,
         text: &Bound<'py, PyString>,
         url: &Bound<'py, PyString>,
         max_links: usize,
-    ) -> PyResult<
-        Option<(
-            String,
-            String,
-            String,
-            Bound<'py, PyTuple>,
-            bool,
-            bool,
-            String,
-        )>,
-    > {
+    ) -> PyResult<Option<Parsed<'py>>> {
         let (Ok(html), Ok(url)) = (text.to_str(), url.to_str()) else {
             return Ok(None); // lone surrogates: Python replaces them
         };
         let Some(page) = parse::parse(html, url, max_links) else {
             return Ok(None);
         };
+        Ok(Some(self.fields(py, page)?))
+    }
+}
+
+/// PageParser.parse's answer: ParsedPage's fields in its order, the links as Link records.
+type Parsed<'py> = (
+    String,
+    String,
+    String,
+    Bound<'py, PyTuple>,
+    bool,
+    bool,
+    String,
+);
+
+impl PageParser {
+    fn fields<'py>(&self, py: Python<'py>, page: parse::Page) -> PyResult<Parsed<'py>> {
         let (link, new_tuple) = (self.link.bind(py), self.new_tuple.bind(py));
         let empty = PyString::new(py, "");
         let mut links = Vec::with_capacity(page.links.len());
@@ -262,7 +296,7 @@ impl PageParser {
             let fields = (url, self.kinds[kind as usize].bind(py), &empty, nofollow);
             links.push(new_tuple.call1((link, fields))?);
         }
-        Ok(Some((
+        Ok((
             page.title,
             page.description,
             page.language,
@@ -270,6 +304,70 @@ impl PageParser {
             page.noindex,
             page.nofollow,
             page.base_url,
+        ))
+    }
+}
+
+/// The measured prototype of the next boundary (README: Benchmarks, issue 33), not on the crawl's
+/// path: a fetched HTML page in one call, its signature, its parse and its WARC records, where the
+/// crawl makes three calls with Python between. Its records' outlinks are the page's followed links
+/// unscoped (scope stays in Python); bench/core_page.py measures it against the three calls.
+#[pyclass(frozen)]
+struct PagePath {
+    warc: Py<WarcRecords>,
+    parser: Py<PageParser>,
+}
+
+#[pymethods]
+impl PagePath {
+    #[new]
+    fn new(warc: Py<WarcRecords>, parser: Py<PageParser>) -> Self {
+        PagePath { warc, parser }
+    }
+
+    /// (signature, parse_html's fields, the gzipped records) of a fetched HTML page whose records
+    /// list its followed links (not nofollow) as outlinks, or None where either core call would
+    /// leave the page to Python.
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn page<'py>(
+        &self,
+        py: Python<'py>,
+        result: &Bound<'py, PyAny>,
+        request_headers: &Bound<'py, PyAny>,
+        max_links: usize,
+        level: i32,
+        ids: (String, String, String),
+        date: &str,
+    ) -> PyResult<Option<(String, Parsed<'py>, Bound<'py, PyBytes>)>> {
+        let body_obj = result.getattr(intern!(py, "body"))?;
+        let body = or_leave!(body_obj.cast::<PyBytes>().ok()).as_bytes();
+        let text_obj = or_leave!(text(result.getattr(intern!(py, "text"))?));
+        let url_obj = or_leave!(text(result.getattr(intern!(py, "final_url"))?));
+        let (Ok(html), Ok(url)) = (text_obj.to_str(), url_obj.to_str()) else {
+            return Ok(None);
+        };
+        let page = or_leave!(parse::parse(html, url, max_links));
+        let followed = page.followed();
+        let signature = if body.is_empty() {
+            String::new()
+        } else {
+            digest::sha1_base32(&[body])
+        };
+        let warc = self.warc.get();
+        let records = or_leave!(warc.build(
+            py,
+            result,
+            request_headers,
+            &followed,
+            &signature,
+            level,
+            ids,
+            date
+        )?);
+        Ok(Some((
+            signature,
+            self.parser.get().fields(py, page)?,
+            records,
         )))
     }
 }
@@ -282,5 +380,6 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SOURCE_DIGEST", env!("SOURCE_DIGEST"))?;
     m.add_class::<WarcRecords>()?;
     m.add_class::<PageParser>()?;
+    m.add_class::<PagePath>()?;
     Ok(())
 }

@@ -141,6 +141,21 @@ pub struct Page {
     pub base_url: String,
 }
 
+impl Page {
+    /// The links crawl/pagelinks.py follows, before its scope check: none on a nofollow page, else
+    /// those without rel=nofollow, in order.
+    pub fn followed(&self) -> Vec<&str> {
+        if self.nofollow {
+            return Vec::new();
+        }
+        self.links
+            .iter()
+            .filter(|(_, _, nofollow)| !nofollow)
+            .map(|(url, _, _)| url.as_str())
+            .collect()
+    }
+}
+
 /// Python's str.isspace(): what str.split(), str.strip() and a regex's \s take as white space.
 fn py_space(c: char) -> bool {
     matches!(c, '\t'..='\r' | '\x1c'..='\x20' | '\u{85}' | '\u{a0}' | '\u{1680}' | '\u{2000}'..='\u{200a}'
@@ -724,6 +739,14 @@ mod tests {
                 ("http://h/c", Kind::Canonical, false),
             ]
         );
+        assert_eq!(
+            page.followed(),
+            ["http://h/d/x", "http://h/d/p", "http://h/c"]
+        );
+        let nofollow = "<meta name=robots content=nofollow><a href=p>1</a>";
+        let page = parse(nofollow, "http://h/", 10).expect("parsed");
+        assert_eq!(page.links.len(), 1);
+        assert!(page.followed().is_empty());
     }
 
     #[test]

@@ -23,3 +23,13 @@ class PageParser:
     def __new__(cls, link: type[Link], kinds: tuple[LinkKind, ...], /) -> PageParser: ...
     def parse(self, text: str, url: str, max_links: int, /) -> tuple[
         str, str, str, tuple[Link, ...], bool, bool, str] | None: ...
+
+class PagePath:
+    """The next boundary's measured prototype, not on the crawl's path (bench/core_page.py): a
+    fetched HTML page's signature, parse and WARC records (its followed links as outlinks) in one
+    call, or None where WarcRecords.fetch or PageParser.parse would leave it to Python."""
+
+    def __new__(cls, warc: WarcRecords, parser: PageParser, /) -> PagePath: ...
+    def page(self, result: FetchResult, request_headers: Headers, max_links: int, level: int,
+             ids: tuple[str, str, str], date: str, /) -> tuple[
+        str, tuple[str, str, str, tuple[Link, ...], bool, bool, str], bytes] | None: ...

@@ -365,9 +365,9 @@ def _read_piece(page: _Page, piece: str, *, first: bool) -> None:
 # The compiled core's parse (harvestman.model.core): a page without text or anchor texts, in one
 # piece, in one call; it returns None for the pages it leaves to _parse_python (tests/test_core_parse.py
 # holds both to one answer).
-_core_parser = None if core is None else core.PageParser(Link, (
-    LinkKind.ANCHOR, LinkKind.AREA, LinkKind.IFRAME, LinkKind.CANONICAL, LinkKind.ALTERNATE,
-    LinkKind.NEXT, LinkKind.META_REFRESH))
+CORE_KINDS = (LinkKind.ANCHOR, LinkKind.AREA, LinkKind.IFRAME, LinkKind.CANONICAL, LinkKind.ALTERNATE,
+              LinkKind.NEXT, LinkKind.META_REFRESH)  # in native/src/parse.rs's Kind order
+_core_parser = None if core is None else core.PageParser(Link, CORE_KINDS)
 
 
 def parse_html(text: str, url: str, *, max_links: int = MAX_OUTLINKS, max_text: int = MAX_TEXT,
