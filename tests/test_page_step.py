@@ -3,10 +3,13 @@ no event loop and no clock (crawl/page_step.py), and the rules crawl/assembly.py
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from harvestman.crawl.assembly import page_step
-from harvestman.crawl.page_step import Fetched, PageStep, Ticket
+from harvestman.crawl.context import NO_SLOTS, PageContext
+from harvestman.crawl.page_step import Draft, Fetched, PageStep, Scores, Ticket, Withheld
 from harvestman.crawl.recrawl import Checked
 from harvestman.crawl.sitemap_queue import SitemapQueue
 from harvestman.crawl.steps import LinkParse
@@ -113,7 +116,7 @@ def test_a_schedule_sets_the_next_visit() -> None:
 
 def test_a_recrawl_does_not_store_a_page_that_did_not_change() -> None:
     cfg = config()
-    ticket = Ticket(checked=Checked("conditional"))
+    ticket = Ticket(context=NO_SLOTS.with_slots(Checked("conditional")))
     plan = step(cfg, recrawl=True).plan(fetched(cfg, status=304, body=b"", ticket=ticket), set(), NOW)
     outcome = plan.decision.outcome
     assert outcome.state == UrlState.NOT_MODIFIED and outcome.checked_by == "conditional"
@@ -126,3 +129,53 @@ def test_a_crawl_that_follows_no_links_queues_none() -> None:
                    Ticket(), None, {}, {})
     plan = step(cfg).plan(page, set(), NOW)
     assert plan.new_urls == [] and plan.links is None and plan.store and plan.deliver
+
+
+# ----- the page's context: slots one step adds and a later one reads ------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """A slot of a test's own type."""
+
+    by: str
+
+
+def test_a_context_reads_a_slot_by_its_type_and_none_where_no_step_added_one() -> None:
+    ctx = NO_SLOTS.with_slots(Seen("gate"), Checked("size"))
+    assert ctx.get(Seen) == Seen("gate") and ctx.get(Checked) == Checked("size")
+    assert NO_SLOTS.get(Seen) is None and ctx.get(PageContext) is None
+    assert ctx.with_slots(Seen("rule")).get(Seen) == Seen("rule")  # a slot of the same type replaced
+    assert ctx.get(Seen) == Seen("gate")  # and the context it came from unchanged
+
+
+def test_a_slot_a_gate_or_rule_adds_is_read_by_a_later_rule_of_the_page_step() -> None:
+    cfg = config(ordering="score")
+    read: list[Seen | None] = []
+
+    def rule(page: Fetched, draft: Draft) -> Draft:  # reads the gate's slot, adds its own
+        read.append(draft.context.get(Seen))
+        added = draft.context.with_slots(Seen("rule"), Withheld(page=True, links=False))
+        return replace(draft, context=added)
+
+    def link_rule(page: Fetched, draft: Draft, fresh: Sequence[str], scores: Scores | None) -> Scores:
+        read.append(draft.context.get(Seen))
+        return {url: 2.0 for url in fresh}
+
+    base = step(cfg)
+    composed = PageStep(base.politeness, base.queueing, (rule,), (link_rule,))
+    plan = composed.plan(fetched(cfg, ticket=Ticket(context=NO_SLOTS.with_slots(Seen("gate")))), set(), NOW)
+    assert read == [Seen("gate"), Seen("rule")]
+    assert [u.score for u in plan.new_urls] == [2.0, 2.0]  # the links go on; the page is withheld
+    assert not plan.store and not plan.deliver
+
+
+def test_a_rule_withholding_the_links_queues_none() -> None:
+    cfg = config()
+
+    def rule(page: Fetched, draft: Draft) -> Draft:
+        return replace(draft, context=draft.context.with_slots(Withheld(page=False, links=True)))
+
+    base = step(cfg)
+    plan = PageStep(base.politeness, base.queueing, (rule,)).plan(fetched(cfg), set(), NOW)
+    assert plan.new_urls == [] and plan.fresh == [] and plan.store and plan.deliver

@@ -13,28 +13,27 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from harvestman.crawl.documents import DocumentParser, document_parsers
+from harvestman.crawl.focus_step import FocusLeaseShare, FocusRule, FocusScores
 from harvestman.crawl.focusfile import focus_for
 from harvestman.crawl.ledger import HostTurns
 from harvestman.crawl.page_step import (
     BreadthFirst,
-    FocusRule,
-    FocusScores,
     LinkRule,
     OpicRule,
     PageRule,
     PageStep,
     Queueing,
     Ranked,
-    RecrawlRule,
     ScheduleRule,
     ScorerRule,
     SitemapDepths,
     SitemapRule,
 )
 from harvestman.crawl.plugins import load_plugins, with_plugin_scorer
-from harvestman.crawl.recrawl import RecrawlCheck
+from harvestman.crawl.recrawl import RecrawlCheck, RecrawlRule
 from harvestman.crawl.robots_gate import RobotsGate
 from harvestman.crawl.sinks import NO_STAGES, PageFeaturer, PageStages, SinkFactory, SinkPipeline
 from harvestman.crawl.sitemap_queue import SitemapQueue
@@ -70,13 +69,14 @@ from harvestman.policy.scope import Scope, UrlRefiner
 from harvestman.store.frontier import Store
 from harvestman.store.warc import WarcWriter
 
-# A focused crawl's order only matters when it chooses: with --concurrency 100 over a frontier of a few
-# hundred URLs, a lease takes nearly all of them and the crawl is breadth-first whatever the scores.
-# In flight at most a tenth of what is queued: full concurrency once the frontier is ten times it
-# (any real web soon), fewer fetches at once while it is small (bench/focus_curves.py).
-FOCUS_LEASE_SHARE = 0.1
-
 PageHandler = Callable[[CrawledPage], Awaitable[None]]
+
+
+class LeaseCap(Protocol):
+    """A feature's cap on how many URLs the engine leases now (focus: crawl/focus_step.py), given the
+    room it has (`budget`), the URLs queued and those in flight; a crawl without one leases the room."""
+
+    def __call__(self, budget: int, queued: int, in_flight: int) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,8 +129,7 @@ class CrawlParts:
     stops: StopPlan | None
     with_text: bool  # a scorer or focus reads the page's text
     lease_order: str = "bfs"  # the order URLs are leased in, across hosts too unless bfs (lease_order)
-    # A soft or rules focus: URLs in flight at most this share of the URLs queued (0: no such cap).
-    lease_share: float = 0.0
+    lease_cap: LeaseCap | None = None  # a soft or rules focus's; None: the engine leases what it has room for
 
     def chain(self, run: RunPlace) -> Chain:
         """The steps of one run, bound to its frontier, robots.txt gate, WARC and sinks."""
@@ -182,7 +181,7 @@ def assemble(config: CrawlConfig, *, scorer: LinkScorer | None = None, schedule:
                       StopPlan.from_fetch(config.fetch),
                       with_text=scorer is not None or focus is not None,
                       lease_order=lease_order(config, focus),
-                      lease_share=FOCUS_LEASE_SHARE if focus is not None and focus.ordered else 0.0)
+                      lease_cap=FocusLeaseShare() if focus is not None and focus.ordered else None)
 
 
 def lease_order(config: CrawlConfig, focus: Focus | None) -> str:

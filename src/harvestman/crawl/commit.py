@@ -11,8 +11,7 @@ from harvestman.crawl.page_step import PagePlan
 from harvestman.crawl.sitemap_queue import SitemapQueue
 from harvestman.crawl.steps import Refusal
 from harvestman.model.events import Event, EventKind
-from harvestman.model.records import FetchOutcome, FetchResult, LeasedUrl, NewUrl, PageLinks, UrlState
-from harvestman.policy.outcome import Decision
+from harvestman.model.records import FetchOutcome, LeasedUrl, NewUrl, PageLinks, UrlState
 from harvestman.store.frontier import Store
 from harvestman.store.journal import RunJournal
 
@@ -61,19 +60,12 @@ class PendingCommit:
         return leased
 
 
-def refusal_outcome(ledger: RunLedger, leased: LeasedUrl, refusal: Refusal, frontier: Store,
+def refusal_outcome(ledger: RunLedger, leased: LeasedUrl, refusal: Refusal,
                     journal: RunJournal) -> FetchOutcome:
     """The outcome of a URL a gate stopped before its fetch (see `Refusal`), counted and reported."""
     if refusal.kind == "later":  # the URL goes back untouched; its host rests
         ledger.retry_later(leased.url)
         return FetchOutcome(leased.url, UrlState.UNFETCHED, time.time(), next_fetch_time=refusal.until)
-    if refusal.kind == "unchanged":  # a re-crawl's check found it unchanged with no GET
-        checked = refusal.checked
-        assert checked is not None and checked.unchanged is not None
-        result = checked.head or FetchResult(leased.url, leased.url)
-        ledger.stats.bytes += result.wire_bytes
-        ledger.account(Decision(checked.unchanged), result, leased, frontier, journal)
-        return checked.unchanged
     # Disallowed (skipped), or its robots.txt unreachable (failed).
     failed = refusal.kind == "failed"
     return ledger.refused(leased, refusal.error_class, refusal.reason, journal, failed=failed)

@@ -286,9 +286,8 @@ class Crawler:
                 sampled_at = time.monotonic()
                 self.stats.queued = frontier.pending()
             budget = 0 if self._stopping else cfg.concurrency - len(tasks)
-            if self._parts.lease_share and budget > 0:  # a focused crawl: lease where it chooses
-                room = max(1, int(self.stats.queued * self._parts.lease_share)) - len(tasks)
-                budget = min(budget, max(0, room))
+            if self._parts.lease_cap is not None and budget > 0:  # a focused crawl: lease where it chooses
+                budget = self._parts.lease_cap(budget, self.stats.queued, len(tasks))
             if cfg.max_pages:
                 budget = min(budget, cfg.max_pages - self._ledger.done_total - len(tasks))
             now = time.time()
@@ -356,9 +355,11 @@ class Crawler:
             ticket = NO_TICKET
             for gate in chain.gates:
                 passed = await gate(leased, ticket)
-                if isinstance(passed, Refusal):
-                    outcome = refusal_outcome(self._ledger, leased, passed, run.place.frontier, run.journal)
-                    self._commit.add(outcome)
+                if not isinstance(passed, Ticket):
+                    if isinstance(passed, Refusal):
+                        self._commit.add(refusal_outcome(self._ledger, leased, passed, run.journal))
+                    else:  # answered with no fetch (a re-crawl's unchanged page): settled as a fetch is
+                        self._settle(passed.page, passed.plan, run)
                     return
                 ticket = passed
             if self.stats.metrics is not None:

@@ -8,7 +8,9 @@ run it the same; the loop then does what the plan says (crawl/engine.py).
 
 A feature takes part through a `PageRule` (on the decision: schedule, re-crawl, focus, sitemaps) or
 a `LinkRule` (on the new URLs' scores: scorer, OPIC, focus), composed once by crawl/assembly.py; a
-feature that is off is absent from the rules, and the page pays nothing for it.
+feature that is off is absent from the rules, and the page pays nothing for it. What a feature's step
+carries for a later one (a re-crawl's check, focus's scores) is a typed slot of the page's context
+(crawl/context.py), not a field here; the default crawl's pages have none.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Protocol
 
+from harvestman.crawl.context import NO_SLOTS, PageContext
 from harvestman.crawl.pagelinks import page_links
-from harvestman.crawl.recrawl import Checked, RecrawlCheck
 from harvestman.crawl.sitemaps import SITEMAP_ERROR, SitemapPage, sitemap_depths
 from harvestman.model.config import PolitenessSettings
 from harvestman.model.records import (
@@ -32,11 +34,8 @@ from harvestman.model.records import (
     PageLinks,
     ParsedPage,
     StopCondition,
-    UrlRecord,
-    UrlState,
     WarcPlace,
 )
-from harvestman.policy.focus import Focus
 from harvestman.policy.ordering import LinkScorer, link_scores, opic_shares, ranked_urls
 from harvestman.policy.outcome import Decision, decide
 from harvestman.policy.schedule import FetchSchedule, scheduled
@@ -50,13 +49,12 @@ NO_FOLLOW: Mapping[str, tuple[str, str] | None] = MappingProxyType({})
 @dataclass(frozen=True, slots=True)
 class Ticket:
     """What the checks before a fetch found: the request's headers, where it may stop, the host's
-    Crawl-delay, and a re-crawl's check with the URL's stored record."""
+    Crawl-delay, and the slots the gates added for later steps."""
 
     headers: Headers = ()
     stop: StopCondition | None = None
     crawl_delay: float | None = None
-    checked: Checked | None = None
-    prior: UrlRecord | None = None
+    context: PageContext = NO_SLOTS
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,14 +75,21 @@ class Fetched:
 
 @dataclass(frozen=True, slots=True)
 class Draft:
-    """The decision while the page rules amend it."""
+    """The decision while the page rules amend it, with the page's slots (the gates' to begin with)."""
 
     decision: Decision
     store: bool  # the response goes to the WARC
-    keep: bool = True  # focus: the page is kept (stored, handed on)
-    follow: bool = True  # focus: its links are queued
     wire_bytes: int = 0  # bytes this URL cost on the wire
-    focus_scores: Scores | None = None  # focus: its scores for the page's links
+    context: PageContext = NO_SLOTS
+
+
+@dataclass(frozen=True, slots=True)
+class Withheld:
+    """A slot a page rule adds to hold back the page (not stored, not handed on) or its links (not
+    queued); absent, both go on."""
+
+    page: bool
+    links: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,36 +137,6 @@ class ScheduleRule:
         return dataclasses.replace(draft, decision=scheduled(draft.decision, self.schedule, page.leased))
 
 
-class RecrawlRule:
-    """A re-crawl: how the page was checked recorded, and a page found unchanged not stored again."""
-
-    def __call__(self, page: Fetched, draft: Draft) -> Draft:
-        checked = page.ticket.checked
-        if checked is None:
-            return draft
-        decision = RecrawlCheck.recorded(draft.decision, checked, page.ticket.prior)
-        return dataclasses.replace(draft, decision=decision, wire_bytes=decision.outcome.wire_bytes,
-                                   store=draft.store and decision.outcome.state != UrlState.NOT_MODIFIED)
-
-
-@dataclass(frozen=True, slots=True)
-class FocusRule:
-    """Focused crawling (policy/focus.py): the page's topic and relevance, whether it is kept and its
-    links followed, and their scores; judged before the known-URL check."""
-
-    focus: Focus
-
-    def __call__(self, page: Fetched, draft: Draft) -> Draft:
-        if page.parsed is None:
-            return draft
-        focused, scores = self.focus.assess(page.page(), page.leased.score, page.hosts, page.follow)
-        outcome = dataclasses.replace(draft.decision.outcome, topic=focused.topic,
-                                      relevance=focused.relevance)
-        return dataclasses.replace(draft, decision=dataclasses.replace(draft.decision, outcome=outcome),
-                                   keep=focused.keep, follow=focused.follow,
-                                   store=draft.store and focused.keep, focus_scores=scores)
-
-
 class SitemapRule:
     """A sitemap not read whole (crawl/sitemaps.py): why, recorded on its URL."""
 
@@ -195,14 +170,6 @@ class OpicRule:
                  scores: Scores | None) -> Scores | None:
         links = list(page.hosts)
         return opic_shares(page.leased.score, links, fresh, scores) if links else scores
-
-
-class FocusScores:
-    """Focused crawling: the links take the scores focus gave them (over any other)."""
-
-    def __call__(self, page: Fetched, draft: Draft, fresh: Sequence[str],
-                 scores: Scores | None) -> Scores | None:
-        return scores if draft.focus_scores is None else draft.focus_scores
 
 
 @dataclass(frozen=True, slots=True)
@@ -261,10 +228,13 @@ class PageStep:
         # The title from the parse the links needed anyway: no page is parsed for it alone.
         decision = decide(result, page.leased, now, self.politeness, title=parsed.title if parsed else "",
                           parse_error=parsed.error if parsed else "")
-        draft = Draft(decision, store=bool(result.status), wire_bytes=result.wire_bytes)
+        draft = Draft(decision, bool(result.status), result.wire_bytes, page.ticket.context)
         for rule in self.rules:
             draft = rule(page, draft)
-        fresh = [url for url in page.hosts if url not in known] if draft.follow else []
+        withheld = draft.context.get(Withheld)  # None unless a rule (focus) holds something back
+        keep = withheld is None or not withheld.page
+        follow = withheld is None or not withheld.links
+        fresh = [url for url in page.hosts if url not in known] if follow else []
         scores: Scores | None = None
         for link_rule in self.link_rules:
             scores = link_rule(page, draft, fresh, scores)
@@ -274,7 +244,7 @@ class PageStep:
             self.queueing(page, fresh, scores),
             fresh,
             page_links(page.leased.url, parsed) if parsed is not None and parsed.links else None,
-            draft.store,
-            bool(result.status) and decision.final and draft.keep,
+            draft.store and keep,
+            bool(result.status) and decision.final and keep,
             draft.wire_bytes,
         )

@@ -13,8 +13,10 @@
 - full: a GET without validators; a body equal to the stored one (its signature) is not_modified.
 
 Only the segment's engine runs these (the `recrawl_strategy` setting); the default crawl never
-builds a RecrawlCheck. Change classes (minor / major) are updatedb's (batch/recrawl.py): it has the
-texts before and after.
+builds a RecrawlCheck. The check (crawl/steps.py RecrawlGate) leaves its `Checked` in the page's
+context for `RecrawlRule`, the page step's rule that records it; a page found unchanged with no GET
+is answered by the gate, and recorded as a fetched page is. Change classes (minor / major) are
+updatedb's (batch/recrawl.py): it has the texts before and after.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from harvestman.crawl.page_step import Draft, Fetched
 from harvestman.fetch.fetcher import Fetcher
 from harvestman.model.records import FetchOutcome, FetchResult, Headers, LeasedUrl, UrlRecord, UrlState
 from harvestman.policy.outcome import Decision
@@ -34,12 +37,14 @@ NO_COMPRESSION = ("Accept-Encoding", "identity")  # a HEAD's Content-Length then
 
 @dataclass(frozen=True, slots=True)
 class Checked:
-    """What a strategy decided before the GET: the GET's headers, or no GET (`unchanged` set)."""
+    """What a strategy decided before the GET: the GET's headers, or no GET (`unchanged` set); the
+    slot of a re-checked page's context, with the URL's stored record."""
 
     checked_by: str
     headers: Headers = ()
     head: FetchResult | None = None  # the HEAD's result, when one was sent
     unchanged: FetchOutcome | None = None  # set when no GET is needed: the outcome to record
+    prior: UrlRecord | None = None  # the crawl's record of the URL's last fetch
 
 
 def lastmod_time(value: str) -> float | None:
@@ -80,7 +85,11 @@ class RecrawlCheck:
         self.max_size = max_size
 
     async def check(self, leased: LeasedUrl, prior: UrlRecord | None, fetcher: Fetcher) -> Checked:
-        """What to do for `leased`, given the crawl's record of its last fetch (`prior`)."""
+        """What to do for `leased`, given the crawl's record of its last fetch (`prior`, kept in the
+        answer for `recorded`)."""
+        return dataclasses.replace(await self._check(leased, prior, fetcher), prior=prior)
+
+    async def _check(self, leased: LeasedUrl, prior: UrlRecord | None, fetcher: Fetcher) -> Checked:
         extra = self.extra_headers
         if prior is None or prior.fetch_time <= 0 or prior.state == UrlState.UNFETCHED:
             return Checked("full", extra)  # never fetched: nothing to compare with
@@ -130,19 +139,32 @@ class RecrawlCheck:
             change="unchanged", checked_by=by)
 
     @staticmethod
-    def recorded(decision: Decision, checked: Checked, prior: UrlRecord | None) -> Decision:
+    def recorded(decision: Decision, checked: Checked) -> Decision:
         """`decision` after a GET, with how it was checked (and the HEAD's bytes)."""
         outcome = decision.outcome
         head = checked.head.wire_bytes if checked.head is not None else 0
         changes: dict[str, object] = {"checked_by": checked.checked_by}
         if head:
             changes["wire_bytes"] = outcome.wire_bytes + head
-        if outcome.state == UrlState.NOT_MODIFIED and prior is not None:
+        if outcome.state == UrlState.NOT_MODIFIED and checked.prior is not None:
             # A 304 (or the same body again) is the page as stored. Its size and what it saved
             # against a full GET are the store's to keep: only its row knows the page's last full
             # response (wire + saved bytes), also after 304s the engine got without a check.
             changes["change"] = "unchanged"
         return dataclasses.replace(decision, outcome=dataclasses.replace(outcome, **changes))  # type: ignore[arg-type]
+
+
+class RecrawlRule:
+    """The page step's rule for a re-checked page (its context's `Checked`): how it was checked
+    recorded, and a page found unchanged not stored again."""
+
+    def __call__(self, page: Fetched, draft: Draft) -> Draft:
+        checked = draft.context.get(Checked)
+        if checked is None:
+            return draft
+        decision = RecrawlCheck.recorded(draft.decision, checked)
+        return dataclasses.replace(draft, decision=decision, wire_bytes=decision.outcome.wire_bytes,
+                                   store=draft.store and decision.outcome.state != UrlState.NOT_MODIFIED)
 
 
 def _validators(leased: LeasedUrl) -> Headers:

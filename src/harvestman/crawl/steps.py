@@ -17,7 +17,7 @@ from harvestman.crawl.documents import DocumentParser
 from harvestman.crawl.ledger import HostTurns
 from harvestman.crawl.page_step import NO_FOLLOW, NO_HOSTS, Fetched, PagePlan, Ticket
 from harvestman.crawl.pagelinks import outlinks
-from harvestman.crawl.recrawl import Checked, RecrawlCheck
+from harvestman.crawl.recrawl import RecrawlCheck
 from harvestman.crawl.robots_gate import RobotsGate, RobotsVerdict
 from harvestman.crawl.sinks import PageFeaturer, SinkPipeline
 from harvestman.crawl.sitemap_queue import SitemapQueue
@@ -29,6 +29,7 @@ from harvestman.model.config import LinkSettings
 from harvestman.model.errors import error_for
 from harvestman.model.records import (
     CrawledPage,
+    FetchOutcome,
     FetchResult,
     Headers,
     LeasedUrl,
@@ -37,29 +38,46 @@ from harvestman.model.records import (
     WarcPlace,
 )
 from harvestman.net.hostkeys import HostKeys
+from harvestman.policy.outcome import Decision
 from harvestman.policy.scope import Scope, UrlRefiner, followed_links
 from harvestman.store.warc import WarcWriter
 
-RefusalKind = Literal["later", "skipped", "failed", "unchanged"]
+RefusalKind = Literal["later", "skipped", "failed"]
 
 
 @dataclass(frozen=True, slots=True)
 class Refusal:
     """A URL ended, or handed back, before its fetch: `later` (robots.txt deferred its host until
-    `until`), `skipped` (disallowed, over budget), `failed` (robots.txt unreachable), or `unchanged`
-    (a re-crawl's check needs no GET: `checked` holds the outcome)."""
+    `until`), `skipped` (disallowed, over budget) or `failed` (robots.txt unreachable)."""
 
     kind: RefusalKind
     error_class: str = ""
     reason: str = ""
     until: float = 0.0
-    checked: Checked | None = None  # for `unchanged`: the check, with the outcome to record
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """A URL answered before its fetch, a success (a re-crawl's check found the page unchanged with
+    no GET): the page and its plan, settled as a fetched page's are."""
+
+    page: Fetched
+    plan: PagePlan
+
+
+def answered(leased: LeasedUrl, ticket: Ticket, outcome: FetchOutcome,
+             result: FetchResult | None) -> Answered:
+    """A URL's `outcome` found with no GET (`result`: what was sent instead, a HEAD, if anything):
+    nothing to store, follow or hand on; its wire bytes counted."""
+    result = result or FetchResult(leased.url, leased.url)
+    page = Fetched(leased, result, ticket, None, NO_HOSTS, NO_FOLLOW)
+    return Answered(page, PagePlan(Decision(outcome), [], [], None, False, False, result.wire_bytes))
 
 
 class Gate(Protocol):
-    """A check before the fetch: the ticket, amended, or a refusal."""
+    """A check before the fetch: the ticket, amended, or a refusal, or the URL's answer."""
 
-    async def __call__(self, leased: LeasedUrl, ticket: Ticket) -> Ticket | Refusal: ...
+    async def __call__(self, leased: LeasedUrl, ticket: Ticket) -> Ticket | Refusal | Answered: ...
 
 
 def crawl_delay(verdict: RobotsVerdict, delay: float, cap: float) -> float:
@@ -169,18 +187,20 @@ class Validators:
 
 
 class RecrawlGate:
-    """harvestman recrawl's check (crawl/recrawl.py) in place of the validators: perhaps no GET."""
+    """harvestman recrawl's check (crawl/recrawl.py) in place of the validators: the page's answer
+    with no GET, or the GET's headers and the check in the page's context (for RecrawlRule)."""
 
     def __init__(self, check: RecrawlCheck, record: Callable[[str], UrlRecord | None],
                  fetcher: Fetcher) -> None:
         self._check, self._record, self._fetcher = check, record, fetcher
 
-    async def __call__(self, leased: LeasedUrl, ticket: Ticket) -> Ticket | Refusal:
+    async def __call__(self, leased: LeasedUrl, ticket: Ticket) -> Ticket | Answered:
         prior = self._record(leased.url)
         checked = await self._check.check(leased, prior, self._fetcher)
         if checked.unchanged is not None:
-            return Refusal("unchanged", checked=checked)
-        return dataclasses.replace(ticket, headers=checked.headers, checked=checked, prior=prior)
+            return answered(leased, ticket, checked.unchanged, checked.head)
+        return dataclasses.replace(ticket, headers=checked.headers,
+                                   context=ticket.context.with_slots(checked))
 
 
 class StopRules:
