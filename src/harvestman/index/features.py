@@ -68,10 +68,9 @@ def main_text(html: str, tree: PageTree | None = None) -> str:
     # A page that marks its content (Sphinx's role=main, HTML5 main) is taken at its word: resiliparse's
     # main-content guess drops definition lists, tables and code there (recall 0.74 on Python's docs,
     # bench/main_text.py); elsewhere its guess is better than the whole body.
-    marked = marked_content(page.tree)
+    # Found on the shared tree, taken from a copy of it: its furniture is removed.
+    marked = marked_content(page.copy()) if marked_content(page.tree) is not None else None
     if marked is not None:
-        marked = marked_content(page.copy())  # the same element, in a tree its furniture may leave
-        assert marked is not None
         for node in marked.css(FURNITURE):
             node.decompose()
     try:
