@@ -1,9 +1,9 @@
 """A page's HTML as a Lexbor tree (selectolax): the one place that parses it, and the tree the steps
 reading one crawled page share (its parse, features, Markdown, focus blocks), built once.
 
-Lexbor parses a ~20 KB page in ~50 µs and clones its tree in ~17 µs (bench/feature_costs.py's pages):
-a reader that changes the tree (strip_tags, decompose, insert) works on a clone, the others on the
-shared tree, which is read-only by contract (tests/test_pagetree.py holds every reader to it).
+A reader that changes the tree (strip_tags, decompose, insert) works on a clone, the others on the
+shared tree, which is read-only by contract (tests/test_pagetree.py holds every reader to it). A clone
+is not free: on bench/feature_costs.py's ~21 KB pages Lexbor parses in ~23 µs and clones in ~15.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ class PageTree:
         return self._tree
 
     def copy(self) -> LexborHTMLParser:
-        """A tree of the page of the caller's own, to change at will (a clone: a third of a parse)."""
+        """A tree of the page of the caller's own, to change at will (a clone of the shared one)."""
         return self.tree.clone()
 
     def release(self) -> None:
