@@ -68,6 +68,7 @@ def test_a_crawl_with_features_and_markdown_parses_each_html_page_once(tmp_path:
     assert not assemble(CrawlConfig(seeds=("http://example.test/",), out_dir=tmp_path / "plain")).shares_tree
     assert assemble(cfg, stages=page_stages(cfg)).shares_tree
 
+
 def test_readers_leave_the_shared_tree_as_they_found_it_and_answer_as_alone(tmp_path: Path) -> None:
     pages = {**write_markdown_site(tmp_path / "md"), **write_language_site(tmp_path / "lang"),
              "bare.html": "<body><nav>menu</nav><p>Only <b>bare</b> text.<script>x()</script></p>",
