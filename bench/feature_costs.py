@@ -3,8 +3,10 @@
     .venv/bin/python bench/feature_costs.py [--pages 300]
 
 Each feature is timed alone on every page (process CPU time, one core), then the whole
-`extract_features`; the crawl's own parse (crawl/parse.py, links and text) is timed beside them
-for scale. `--features` costs a crawl about the whole; the default crawl none of it.
+`extract_features`, also given the page's tree already parsed (as a crawl's parse shares it,
+model/pagetree.py); the crawl's own parse (crawl/parse.py, links and text), a Lexbor parse and a
+clone of a tree are timed beside them for scale. `--features` costs a crawl about the whole; the
+default crawl none of it.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from bench.synthweb import _page
 from harvestman.crawl.parse import parse_html
 from harvestman.index import features as f
+from harvestman.model.pagetree import PageTree, parse_tree
 
 
 def synth_pages(count: int) -> list[tuple[str, str]]:
@@ -57,14 +60,21 @@ def main() -> None:
     kb = sum(len(html) for _, html in pages) / len(pages) / 1024
     print(f"{len(pages)} synthweb pages, {kb:.1f} KB of HTML each on average; CPU a page, one core")
     _time("crawl parse (links + text, for scale)", lambda u, h: parse_html(h, u), pages)
-    _time("DOM parse + tag counts (selectolax)", lambda u, h: f.tag_counts(f._tree(h)), pages)
+    _time("Lexbor tree (model/pagetree.py's parse)", lambda u, h: parse_tree(h), pages)
+    trees = {url: PageTree(html) for url, html in pages}
+    for tree in trees.values():
+        tree.tree  # noqa: B018 - parsed before the timing, as the crawl's parse leaves it
+    _time("a clone of it (PageTree.copy)", lambda u, h: trees[u].copy(), pages)
+    _time("DOM parse + tag counts (selectolax)", lambda u, h: f.tag_counts(parse_tree(h)), pages)
     _time("title, description, headings (selectolax)",
-          lambda u, h: f._tree(h).css(f._HEADINGS), pages)
+          lambda u, h: parse_tree(h).css(f._HEADINGS), pages)
     _time("visible main text (Resiliparse)", lambda u, h: f.main_text(h), pages)
     _time("sentences (Bling Fire), given the text", lambda u, h: f.split_sentences(texts[u]), pages)
     _time("language (py3langid), given the text", lambda u, h: f.detect_language(texts[u]), pages)
     _time("word n-grams 1-3, top 20, given the text", lambda u, h: f.top_ngrams(texts[u]), pages)
     _time("extract_features: all of them", lambda u, h: f.extract_features(h, u), pages)
+    _time("extract_features on the crawl's shared tree", lambda u, h: f.extract_features(h, u, tree=trees[u]),
+          pages)
 
 
 if __name__ == "__main__":

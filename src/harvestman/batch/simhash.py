@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from selectolax.lexbor import LexborHTMLParser
+from harvestman.model.pagetree import parse_tree
 
 SHINGLE_WORDS = 2  # words a shingle: keeps some word order, while one changed word touches only 2
 BITS = 64
@@ -20,7 +20,7 @@ _MASK = (1 << BITS) - 1
 
 def visible_text(html: str | bytes) -> str:
     """The text a reader sees in an HTML page: body text without script, style, noscript, template."""
-    tree = LexborHTMLParser(html)
+    tree = parse_tree(html)
     tree.strip_tags(_INVISIBLE)
     node = tree.body if tree.body is not None else tree.root
     return "" if node is None else node.text(separator=" ")

@@ -128,6 +128,7 @@ class CrawlParts:
     recrawl: RecrawlCheck | None
     stops: StopPlan | None
     with_text: bool  # a scorer or focus reads the page's text
+    shares_tree: bool = False  # steps after the parse read the page's tree (features, Markdown, blocks)
     lease_order: str = "bfs"  # the order URLs are leased in, across hosts too unless bfs (lease_order)
     lease_cap: LeaseCap | None = None  # a soft or rules focus's; None: the engine leases what it has room for
 
@@ -148,7 +149,7 @@ class CrawlParts:
         if cfg.follow_links:
             with_text = self.with_text or run.on_page is not None or run.sinks is not None
             parse = LinkParse(cfg.links, run.scope, run.follow, with_text=with_text, sitemaps=run.sitemaps,
-                              parsers=self.parsers, refine=self.refine)
+                              parsers=self.parsers, refine=self.refine, share_tree=self.shares_tree)
         effects: list[Effect] = [WarcRecord(run.warc, cfg.user_agent)]
         if cfg.follow_links and cfg.links.sitemaps != "off":
             effects.append(SitemapIntake(run.sitemaps))
@@ -180,6 +181,8 @@ def assemble(config: CrawlConfig, *, scorer: LinkScorer | None = None, schedule:
     return CrawlParts(config, keys, page, parsers, plugins.refiner(), factories, featurer, timed, recrawl,
                       StopPlan.from_fetch(config.fetch),
                       with_text=scorer is not None or focus is not None,
+                      shares_tree=featurer is not None or config.markdown
+                      or bool(focus and focus.reads_blocks),
                       lease_order=lease_order(config, focus),
                       lease_cap=FocusLeaseShare() if focus is not None and focus.ordered else None)
 

@@ -404,3 +404,5 @@ class Crawler:
             page = step(page)
         if chain.on_page is not None:
             await chain.on_page(page)
+        if page.tree is not None:
+            page.tree.release()  # the steps that share it are done: a kept page keeps no tree

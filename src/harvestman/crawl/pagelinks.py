@@ -26,13 +26,15 @@ def outlinks(
     as_sitemap: bool = False,
     parsers: Mapping[str, DocumentParser] = DEFAULT_PARSERS,
     refine: UrlRefiner | None = None,
+    share_tree: bool = False,
 ) -> tuple[ParsedPage | None, dict[str, str]]:
     """Parse an HTML page found at `depth`; the links worth queueing (normalized, in scope, not too
     deep), with their hosts. `follow` remembers verdicts on resolved links across pages;
     `with_text`: the page's text and anchor texts too, for a library consumer, a sink or a scorer
     (the crawl itself stores raw bytes); `as_sitemap`: queued as a sitemap (crawl/sitemaps.py).
     Other documents go to their type's parser in `parsers`; `refine`: the plugins' URL normalizers
-    and filters (crawl/plugins.py), None when none runs."""
+    and filters (crawl/plugins.py), None when none runs; `share_tree`: an HTML page's tree is kept in
+    the parse for the later steps that read it (crawl/parse.py)."""
     # Sitemaps: a membership test on an HTML page; a look at the root of any other (a SitemapPage).
     if settings.sitemaps != "off" and (as_sitemap or result.content_type not in HTML_TYPES) \
             and is_sitemap(result, as_sitemap):
@@ -48,7 +50,8 @@ def outlinks(
     else:
         # Anchor texts cost ~1 µs a link, a fifth of the parse (docs/config.md, link_anchors).
         parsed = parse_html(result.text, result.final_url, max_links=settings.max_outlinks,
-                            with_text=with_text, anchors=with_text or settings.link_anchors)
+                            with_text=with_text, anchors=with_text or settings.link_anchors,
+                            share_tree=share_tree)
     if parsed.nofollow:
         return parsed, {}
     return parsed, queueable(parsed.links, depth, settings, scope, follow, refine)

@@ -8,10 +8,9 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from selectolax.lexbor import LexborHTMLParser
-
 from harvestman.model.config import MAX_OUTLINKS
 from harvestman.model.core import core
+from harvestman.model.pagetree import MAX_HTML, PageTree, parse_tree
 from harvestman.model.records import Link, LinkKind, ParsedPage
 from harvestman.net.urls import resolve
 
@@ -69,15 +68,12 @@ def _too_deep(html: str) -> bool:
     return False
 
 
-def _tree(html: str) -> Any:
+def _parseable(html: str) -> str:
+    """`html`, or for a document nested too deep for Lexbor, what this parser reads of it."""
     # A document this short cannot hold that many tags; the count costs ~6 us per 20 KB.
     if len(html) > TAG_COUNT_CHECK and html.count("<") > TAG_COUNT_CHECK and _too_deep(html):
-        html = _UNNEEDED_TAG.sub(" ", html)
-    try:
-        return LexborHTMLParser(html)
-    except UnicodeEncodeError:
-        # Lone surrogates (text decoded with surrogateescape) cannot reach Lexbor as UTF-8.
-        return LexborHTMLParser(html.encode("utf-8", "surrogatepass").decode("utf-8", "replace"))
+        return _UNNEEDED_TAG.sub(" ", html)
+    return html
 
 
 # Where a long document may be cut: before an <a> start tag, so that no link's anchor text is split.
@@ -334,11 +330,12 @@ class _Page:
                 links.add(target, LinkKind.META_REFRESH)
 
 
-def _read_piece(page: _Page, piece: str, *, first: bool) -> None:
-    """Parse one piece of a page into `page`; the first also gives the title, language and base."""
+def _read_piece(page: _Page, piece: str, *, first: bool, shared: PageTree | None = None) -> None:
+    """Parse one piece of a page into `page`; the first also gives the title, language and base.
+    `shared`: the whole page's tree, read here and left as it was for the steps after the parse."""
     # A function of its own so that the tree and every node of it are freed on return: the next
     # piece's tree replaces this one rather than joining it.
-    tree = _tree(piece)
+    tree: Any = shared.tree if shared is not None else parse_tree(_parseable(piece))
     nodes = tree.css(_LINK_SELECTOR)
     tags = [node.tag for node in nodes]
     if first:
@@ -354,6 +351,8 @@ def _read_piece(page: _Page, piece: str, *, first: bool) -> None:
         page.language = ((root.attributes.get("lang") if root is not None else None) or "").strip()
     page.read(nodes, tags)
     if page.with_text and page.room > 0:
+        if shared is not None:
+            tree = shared.copy()  # the text is read without the script and style the tree keeps
         tree.strip_tags(_TEXT_FREE_TAGS, recursive=True)
         body = tree.body
         text = _collapse(body.text(deep=True, separator=" "), page.room) if body is not None else ""
@@ -372,14 +371,15 @@ _core_parser = None if core is None else core.PageParser(Link, CORE_KINDS)
 
 def parse_html(text: str, url: str, *, max_links: int = MAX_OUTLINKS, max_text: int = MAX_TEXT,
                segment_chars: int = SEGMENT_CHARS, with_text: bool = True,
-               anchors: bool | None = None) -> ParsedPage:
+               anchors: bool | None = None, share_tree: bool = False) -> ParsedPage:
     """Extract outlinks (resolved, not normalized), title, meta robots, language and text from HTML.
 
     Every link of the document is seen, up to `max_links` kept: a document longer than
     `segment_chars` is parsed in pieces of about that size, which bounds memory on huge pages.
     Without `with_text`, the visible text is left empty: extracting it costs more than the rest of
     the parse, and a crawl that only follows links does not need it. `anchors` (default: as
-    `with_text`) says whether the links' anchor texts are taken.
+    `with_text`) says whether the links' anchor texts are taken. `share_tree`: the page's tree is
+    kept in the answer (`ParsedPage.tree`) for later steps that read it, when it is parsed whole.
     """
     anchors = with_text if anchors is None else anchors
     if _core_parser is not None and not with_text and not anchors and len(text) <= max(1, segment_chars):
@@ -388,17 +388,21 @@ def parse_html(text: str, url: str, *, max_links: int = MAX_OUTLINKS, max_text: 
             title, description, language, links, noindex, nofollow, base_url = fields
             return ParsedPage(title=title, description=description, language=language, links=links,
                               noindex=noindex, nofollow=nofollow, base_url=base_url)
-    return _parse_python(text, url, max_links, max_text, segment_chars, with_text, anchors)
+    return _parse_python(text, url, max_links, max_text, segment_chars, with_text, anchors, share_tree)
 
 
 def _parse_python(text: str, url: str, max_links: int, max_text: int, segment_chars: int,
-                  with_text: bool, anchors: bool) -> ParsedPage:
+                  with_text: bool, anchors: bool, share_tree: bool = False) -> ParsedPage:
     """parse_html in Python: every page, the reference the compiled core is held to."""
     page = _Page(url, max_links, with_text, anchors, max_text)
+    # Shared only when this parse reads the whole page as the later steps would (no pieces, no tags
+    # dropped for depth): else they build their own.
+    shared = PageTree(text) if share_tree and len(text) <= min(segment_chars, MAX_HTML) \
+        and _parseable(text) is text else None
     for index, piece in enumerate(_segments(text, max(1, segment_chars))):
         if index and page.links.full:
             break  # what later pieces hold would not be kept
-        _read_piece(page, piece, first=index == 0)
+        _read_piece(page, piece, first=index == 0, shared=shared)
     return ParsedPage(
         title=page.title,
         description=page.description,
@@ -408,4 +412,5 @@ def _parse_python(text: str, url: str, max_links: int, max_text: int, segment_ch
         noindex=page.noindex,
         nofollow=page.nofollow,
         base_url=page.base,
+        tree=shared,
     )

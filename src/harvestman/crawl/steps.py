@@ -252,14 +252,15 @@ class LinkParse:
 
     def __init__(self, links: LinkSettings, scope: Scope, follow: dict[str, tuple[str, str] | None], *,
                  with_text: bool, sitemaps: SitemapQueue, parsers: Mapping[str, DocumentParser],
-                 refine: UrlRefiner | None) -> None:
+                 refine: UrlRefiner | None, share_tree: bool = False) -> None:
         self._links, self._scope, self._follow, self._with_text = links, scope, follow, with_text
         self._sitemaps, self._parsers, self._refine = sitemaps, parsers, refine
+        self._share_tree = share_tree
 
     def __call__(self, leased: LeasedUrl, result: FetchResult, ticket: Ticket) -> Fetched:
         parsed, hosts = outlinks(result, leased.depth, self._links, self._scope, self._follow,
                                  with_text=self._with_text, as_sitemap=leased.url in self._sitemaps,
-                                 parsers=self._parsers, refine=self._refine)
+                                 parsers=self._parsers, refine=self._refine, share_tree=self._share_tree)
         return Fetched(leased, result, ticket, parsed, hosts, self._follow)
 
 

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 
-from selectolax.lexbor import LexborHTMLParser as HTMLParser
 from selectolax.lexbor import LexborNode as Node
+
+from harvestman.model.pagetree import parse_tree
 
 # Ids and tags the common frameworks mount their application on (React, Vue, Next, Nuxt, Gatsby,
 # Svelte, Angular, Ember, Preact...).
@@ -39,7 +40,7 @@ def _empty(node: Node) -> bool:
 
 def shell_reason(html: str) -> str:
     """Why `html` looks like an application shell ('' when it reads as a document without scripts)."""
-    tree = HTMLParser(html)
+    tree = parse_tree(html)
     scripts = tree.css("script")
     if not scripts:
         return ""

@@ -13,9 +13,8 @@ from __future__ import annotations
 
 import re
 
-from selectolax.lexbor import LexborHTMLParser
-
 from harvestman.model.errors import ConfigError
+from harvestman.model.pagetree import parse_tree
 from harvestman.model.records import StopCondition
 from harvestman.model.sizes import parse_size
 
@@ -46,7 +45,7 @@ def parse_stop(spec: str) -> StopCondition:
         if not value:
             raise ConfigError(f"stop condition {spec!r}: selector:CSS needs a CSS selector")
         try:
-            LexborHTMLParser("<p></p>").css_first(value)
+            parse_tree("<p></p>").css_first(value)
         except Exception as exc:  # selectolax raises its own errors for a selector it cannot read
             raise ConfigError(f"stop condition {spec!r}: not a CSS selector ({exc})") from None
         return StopCondition("selector", value)
@@ -184,7 +183,7 @@ class StopChecker:
         self._checked = self._size
         html = b"".join(self._selector_parts)
         self._selector_parts = [html]
-        self.held = self.held or LexborHTMLParser(html).css_first(self.condition.value) is not None
+        self.held = self.held or parse_tree(html).css_first(self.condition.value) is not None
         return self.held
 
     def feed_parts(self, parts: list[bytes]) -> bool:

@@ -27,13 +27,11 @@ import re
 from collections import Counter
 from typing import Any
 
-from selectolax.lexbor import LexborHTMLParser
-
 from harvestman.index.pagetext import FURNITURE, marked_content
+from harvestman.model.pagetree import PageTree
 from harvestman.model.records import PageFeatures
 
 TOP_K = 20  # n-grams kept of each order (1, 2, 3)
-MAX_HTML = 4 * 1024 * 1024  # characters of a page read: features of a bigger one come from its start
 MAX_TEXT = 1_000_000  # characters of visible text kept
 MAX_SENTENCES = 5_000
 MAX_HEADINGS = 200
@@ -60,21 +58,18 @@ def _collapse(text: str, limit: int) -> str:
     return " ".join(text[: limit * 4].split())[:limit]
 
 
-def _tree(html: str) -> Any:
-    try:
-        return LexborHTMLParser(html)
-    except UnicodeEncodeError:  # lone surrogates cannot reach Lexbor as UTF-8
-        return LexborHTMLParser(html.encode("utf-8", "surrogatepass").decode("utf-8", "replace"))
-
-
-def main_text(html: str) -> str:
-    """The page's visible main text, blocks on lines of their own, navigation boilerplate left out."""
+def main_text(html: str, tree: PageTree | None = None) -> str:
+    """The page's visible main text, blocks on lines of their own, navigation boilerplate left out;
+    `tree`: the page's shared tree, if it has one."""
     from resiliparse.extract.html2text import extract_plain_text  # imported here: features are opt-in
 
+    page = tree or PageTree(html)
+    html = page.html
     # A page that marks its content (Sphinx's role=main, HTML5 main) is taken at its word: resiliparse's
     # main-content guess drops definition lists, tables and code there (recall 0.74 on Python's docs,
     # bench/main_text.py); elsewhere its guess is better than the whole body.
-    marked = marked_content(_tree(html))
+    # Found on the shared tree, taken from a copy of it: its furniture is removed.
+    marked = marked_content(page.copy()) if marked_content(page.tree) is not None else None
     if marked is not None:
         for node in marked.css(FURNITURE):
             node.decompose()
@@ -154,24 +149,26 @@ def tag_counts(tree: Any) -> tuple[tuple[str, int], ...]:
     return tuple(sorted(counts.items(), key=lambda item: (-item[1], item[0])))
 
 
-def extract_features(html: str, url: str, *, top_k: int = TOP_K) -> PageFeatures:
-    """Every feature of one HTML page (category left empty: see index/categories.py)."""
-    html = html[:MAX_HTML]
-    tree = _tree(html)
-    title_node = tree.css_first("title")
+def extract_features(html: str, url: str, *, top_k: int = TOP_K,
+                     tree: PageTree | None = None) -> PageFeatures:
+    """Every feature of one HTML page (category left empty: see index/categories.py); `tree`: the
+    page's shared tree, if it has one (read, never changed)."""
+    page = tree or PageTree(html)
+    dom = page.tree
+    title_node = dom.css_first("title")
     title = _collapse(title_node.text(deep=True), MAX_TITLE) if title_node is not None else ""
     description = ""
-    for meta in tree.css("meta[name]"):
+    for meta in dom.css("meta[name]"):
         if (meta.attributes.get("name") or "").strip().lower() == "description":
             description = _collapse(meta.attributes.get("content") or "", MAX_DESCRIPTION)
             break
-    headings = tuple((int(node.tag[1]), _collapse(node.text(deep=True, separator=" "), MAX_HEADING))
-                     for node in tree.css(_HEADINGS)[: MAX_HEADINGS * 2] if not _in_navigation(node))
+    headings = tuple((int(str(node.tag)[1]), _collapse(node.text(deep=True, separator=" "), MAX_HEADING))
+                     for node in dom.css(_HEADINGS)[: MAX_HEADINGS * 2] if not _in_navigation(node))
     headings = headings[:MAX_HEADINGS]
-    root = tree.root
+    root = dom.root
     declared = (root.attributes.get("lang") or "") if root is not None else ""
-    tags = tag_counts(tree)
-    text = main_text(html) or _fallback_text(tree)  # the fallback strips the tree: after the rest
+    tags = tag_counts(dom)
+    text = main_text(page.html, page) or _fallback_text(page.copy())  # the fallback strips its tree
     return PageFeatures(
         url=url,
         title=title,

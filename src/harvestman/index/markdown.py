@@ -35,8 +35,9 @@ from urllib.parse import urljoin
 
 from selectolax.lexbor import LexborHTMLParser
 
+from harvestman.model.pagetree import MAX_HTML, PageTree, parse_tree
+
 DEFAULT_CHUNK_SIZE = 2_000  # characters a chunk (~500 tokens of English text)
-MAX_HTML = 4 * 1024 * 1024  # characters of a page read: a bigger one's Markdown comes from its start
 MAX_TITLE = 1_000
 _INVISIBLE = ["script", "style", "noscript", "template", "svg", "iframe", "object", "embed", "canvas"]
 # Where a page says its own content is (HTML5 main, ARIA main, an article): taken whole when found.
@@ -94,13 +95,6 @@ class MarkdownChunk:
 
 
 # ----- HTML to Markdown ---------------------------------------------------------------------------
-
-
-def _tree(html: str) -> LexborHTMLParser:
-    try:
-        return LexborHTMLParser(html)
-    except UnicodeEncodeError:  # lone surrogates cannot reach Lexbor as UTF-8
-        return LexborHTMLParser(html.encode("utf-8", "surrogatepass").decode("utf-8", "replace"))
 
 
 def _collapse(text: str, limit: int) -> str:
@@ -183,7 +177,7 @@ def _markdown_of(tree: LexborHTMLParser, url: str, *, main_only: bool = True) ->
 def page_markdown(html: str, url: str, *, main_only: bool = True) -> str:
     """The Markdown of one page's main content (of its whole body without `main_only`), relative
     links resolved against `url` (and the page's `<base href>`); '' for a page with no content."""
-    return _markdown_of(_tree(html[:MAX_HTML]), url, main_only=main_only)
+    return _markdown_of(parse_tree(html[:MAX_HTML]), url, main_only=main_only)
 
 
 def _title(tree: LexborHTMLParser) -> str:
@@ -204,15 +198,15 @@ def plain_text(markdown: str) -> str:
     return _SYNTAX.sub(lambda m: m.group(1) or " ", markdown)
 
 
-def markdown_page(html: str, url: str, provenance: Provenance) -> MarkdownPage:
-    """One page's Markdown record: its main content as Markdown, title, language and provenance."""
+def markdown_page(html: str, url: str, provenance: Provenance, tree: PageTree | None = None) -> MarkdownPage:
+    """One page's Markdown record: its main content as Markdown, title, language and provenance;
+    `tree`: the page's shared tree, if it has one (the Markdown is made on a copy of it)."""
     from harvestman.index.features import LANGUAGE_SAMPLE, detect_language
 
-    tree = _tree(html[:MAX_HTML])
-    title = _title(tree)
-    root = tree.root
+    dom = parse_tree(html[:MAX_HTML]) if tree is None else tree.copy()  # _markdown_of changes it
+    title, root = _title(dom), dom.root
     declared = (root.attributes.get("lang") or "") if root is not None else ""
-    markdown = _markdown_of(tree, url)
+    markdown = _markdown_of(dom, url)
     language = detect_language(plain_text(markdown[: LANGUAGE_SAMPLE * 2]), declared)  # its sample only
     return MarkdownPage(url, title, language, markdown, provenance)
 

@@ -54,7 +54,7 @@ class MarkdownSink:
             return
         provenance = Provenance(place.record_id, relative_file(Path(place.file), self._folder),
                                 place.offset, place.date)
-        self._writer.add(markdown_page(result.text, result.final_url or result.url, provenance))
+        self._writer.add(markdown_page(result.text, result.final_url or result.url, provenance, page.tree))
 
     def close(self) -> None:
         """Put the files in place."""

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from harvestman.model.pagetree import parse_tree
+
 _INVISIBLE = ["script", "style", "noscript", "template", "svg"]
 # Furniture that says nothing about the page, left out even inside its marked content: navigation
 # (HTML5, ARIA, DocBook's header and footer bars, Sphinx's related bar and sidebar) and comment threads.
@@ -132,7 +134,7 @@ def marked_content(tree: LexborHTMLParser) -> LexborNode | None:
 def page_text(html: str | bytes) -> PageText:
     """Title, headings and main text of an HTML page (the main element when the page marks one, else
     the body without navigation, header, footer and asides)."""
-    tree = LexborHTMLParser(html)
+    tree = parse_tree(html)
     title_node = tree.css_first("title")
     title = _collapse(title_node.text(deep=True)) if title_node is not None else ""
     noindex = _noindex(tree)

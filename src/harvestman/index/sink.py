@@ -20,7 +20,7 @@ def page_features(page: CrawledPage) -> PageFeatures | None:
     result = page.result
     if result.status != 200 or result.content_type not in _HTML_TYPES or result.text is None:
         return None
-    return extract_features(result.text, result.final_url or result.url)
+    return extract_features(result.text, result.final_url or result.url, tree=page.tree)
 
 
 class FeatureSink:

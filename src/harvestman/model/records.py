@@ -6,6 +6,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
+from harvestman.model.pagetree import PageTree
+
 Headers = tuple[tuple[str, str], ...]
 HttpMethod = Literal["GET", "HEAD"]  # a crawler only reads; transports refuse any other (ConfigError)
 
@@ -225,6 +227,8 @@ class ParsedPage:
     # Why a document (a feed, a PDF) could not be parsed, or '' (it is recorded on the URL as a
     # "parse" error; what was parsed before the failure is kept).
     error: str = ""
+    # The tree an HTML page was parsed from, when the crawl's later steps read it too (model/pagetree.py).
+    tree: PageTree | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,6 +271,15 @@ class CrawledPage:
     outlinks: tuple[str, ...] = ()  # normalized, in-scope links queued from this page
     features: PageFeatures | None = None  # an HTML page's features, when the crawl has `features` on
     warc: WarcPlace | None = None  # where its response record is in the crawl's WARC files
+    # Its HTML's tree, parsed once for every step that reads it: the parse's, else built on first use.
+    tree: PageTree | None = field(default=None, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.tree is None:
+            tree = self.parsed.tree if self.parsed is not None else None
+            if tree is None and self.result.text is not None:
+                tree = PageTree(self.result.text)
+            object.__setattr__(self, "tree", tree)  # frozen: set once, as it is made
 
 
 @dataclass(frozen=True, slots=True)

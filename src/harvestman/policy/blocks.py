@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import urldefrag, urljoin
 
+from harvestman.model.pagetree import PageTree, parse_tree
+
 LISTS = frozenset({"ul", "ol", "dir", "dl", "menu"})
 SKIPPED = frozenset({"script", "style", "noscript", "template", "head", "svg"})
 LINKS = frozenset({"a", "area"})
@@ -39,18 +41,18 @@ def link_key(url: str) -> str:
     return urldefrag(url)[0]
 
 
-def split_blocks(html: str, base_url: str, *, paragraph_words: int = PARAGRAPH_WORDS) -> list[Block]:
-    """The parts of an HTML page (the rest of the page last; parts without text or links left out)."""
-    from selectolax.lexbor import LexborHTMLParser  # the crawl's parser (crawl/parse.py)
-
-    tree = LexborHTMLParser(html)
+def split_blocks(html: str, base_url: str, *, paragraph_words: int = PARAGRAPH_WORDS,
+                 tree: PageTree | None = None) -> list[Block]:
+    """The parts of an HTML page (the rest of the page last; parts without text or links left out);
+    `tree`: the page's shared tree, read without a change, if it has one."""
+    dom = tree.tree if tree is not None else parse_tree(html)
     base = base_url
-    for node in tree.css("base[href]"):
+    for node in dom.css("base[href]"):
         base = urljoin(base_url, node.attributes.get("href") or "")
         break
     blocks: list[Block] = []
     rest = Block("page")
-    root = tree.body if tree.body is not None else tree.root
+    root = dom.body if dom.body is not None else dom.root
     if root is not None:
         _walk(root, rest, blocks, base, paragraph_words, 0)
     blocks.append(rest)

@@ -278,6 +278,11 @@ class Focus:
         """Whether links are leased best score first (soft, rules) rather than by the crawl's ordering."""
         return self.spec.mode != "hard"
 
+    @property
+    def reads_blocks(self) -> bool:
+        """Whether a page's parts (policy/blocks.py) are classified too, not the page alone."""
+        return self.spec.blocks and self.spec.mode != "hard"
+
     def judge(self, probs: Mapping[str, float]) -> tuple[str, float, str]:
         """(best target topic, its probability, most likely class) of a class distribution."""
         topic = max(self._targets, key=lambda name: probs.get(name, 0.0))
@@ -306,9 +311,9 @@ class Focus:
         parsed = page.parsed
         texts = [(parsed.text if parsed else "")[:MAX_TEXT]]
         blocks = []
-        if self.spec.blocks and self.spec.mode != "hard" and page.result.text:
+        if self.reads_blocks and page.result.text:
             blocks = split_blocks(page.result.text, page.result.final_url or page.result.url,
-                                  paragraph_words=self.spec.paragraph_words)
+                                  paragraph_words=self.spec.paragraph_words, tree=page.tree)
             texts.extend(block.text[:MAX_TEXT] for block in blocks)
         probs = self.model.predict_many(texts)
         topic, relevance, page_class = self.judge(probs[0])
