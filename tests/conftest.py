@@ -60,7 +60,8 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None]:
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Generator[PostgresServer]:
-    """One private PostgreSQL server for the whole session (tests/support/postgres.py), or a skip."""
+    """One private PostgreSQL server for the whole session (tests/support/postgres.py), or a skip; one
+    per worker when pytest-xdist spreads the tests over the cores (.ci/run)."""
     try:
         import psycopg  # noqa: F401
     except ImportError:

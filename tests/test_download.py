@@ -34,6 +34,9 @@ from harvestman.policy.outcome import decide
 from tests.support.httpserver import RawServer, RouteHandler, RouteServer, raw_response, read_request
 from tests.support.partialpages import head_page
 
+# Wall-clock bounds on back-off and refusals: .ci/run runs this file alone, after the rest.
+pytestmark = pytest.mark.serial
+
 LOOPBACK = ["127.0.0.0/8"]
 HTML = "<html><head><title>Café</title></head><body><p>crème brûlée</p></body></html>".encode("latin-1")
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 8

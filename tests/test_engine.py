@@ -168,6 +168,7 @@ def test_bad_config_values_are_refused() -> None:
         CrawlConfig(scope="galaxy")
 
 
+@pytest.mark.serial  # a wall-clock bound
 def test_stop_abandon_cancels_slow_fetches_and_resume_fetches_them(tmp_path: Path) -> None:
     import threading
     import time

@@ -33,6 +33,9 @@ from tests.support.hostile import Behaviour, Hit, HostileServer, MiB
 from tests.support.httpserver import RouteServer
 from tests.support.tlsfixture import make_pki
 
+# Wall-clock bounds on its crawls: .ci/run runs this file alone, after the rest.
+pytestmark = pytest.mark.serial
+
 GOOD_HOST = "127.2.0.1"
 GOOD_PAGES = 8
 HTML_TYPE = [("Content-Type", "text/html; charset=utf-8")]

@@ -46,6 +46,10 @@ from tests.support.httpserver import RawServer, RouteHandler, RouteServer, raw_r
 from tests.support.nginx import require_nginx
 from tests.support.tlsfixture import CertPair, TlsNginx, make_pki
 
+# Wall-clock bounds (deadlines ±10 %, a good host's speed beside slow ones): .ci/run runs this file
+# alone, after the rest.
+pytestmark = pytest.mark.serial
+
 GOOD_HOST = "127.2.1.1"
 GOOD_PAGES = 8
 JITTER = 0.05  # timer and scheduling slack on a waited-for interval

@@ -54,6 +54,9 @@ from tests.support.loadweb import (
 )
 from tests.support.nginx import LogEntry, free_port, require_nginx
 
+# Pages/s and memory measured: .ci/run runs this file alone, after the rest.
+pytestmark = pytest.mark.serial
+
 SCALE = float(os.environ.get("HARVESTMAN_LOAD_SCALE", "1.0"))
 BIG_PAGES = max(100, round(100_000 * SCALE))
 SMALL_HOSTS = max(DELAYED_EVERY, round(10_000 * SCALE))

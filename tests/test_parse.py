@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -158,6 +159,7 @@ def test_links_capped_and_deduplicated() -> None:
     assert parse_html(html, PAGE, max_links=0).links == ()
 
 
+@pytest.mark.serial  # a wall-clock bound
 def test_deeply_nested_elements_parse_quickly() -> None:
     for html in (
         "<div>" * 100_000 + '<a href="/deep">deep</a>' + "</div>" * 100_000,
@@ -171,6 +173,7 @@ def test_deeply_nested_elements_parse_quickly() -> None:
         assert "deep" in page.text
 
 
+@pytest.mark.serial  # a wall-clock bound
 def test_huge_text_nul_bytes_and_surrogates() -> None:
     started = time.perf_counter()
     page = parse_html("<title>t</title><p>" + "word " * 2_000_000, PAGE)

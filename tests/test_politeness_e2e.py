@@ -39,6 +39,9 @@ from tests.support.httpserver import (
     read_request,
 )
 
+# It compares the spans of delayed crawls: .ci/run runs this file alone, after the rest.
+pytestmark = pytest.mark.serial
+
 HTML = {"Content-Type": "text/html; charset=utf-8"}
 ROBOTS_TEXT = {"Content-Type": "text/plain"}
 JITTER = 0.02  # timer and clock slack allowed on a waited-for interval

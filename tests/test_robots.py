@@ -114,6 +114,7 @@ def test_typos_are_tolerated() -> None:
     assert not rules.allowed("/b", UA)
 
 
+@pytest.mark.serial  # a wall-clock bound
 def test_big_file_rule_after_400_kib_is_honoured() -> None:
     filler = b"# " + b"x" * 78 + b"\n"
     head = b"User-agent: *\nDisallow: /early\n" + filler * (400 * 1024 // len(filler))
@@ -184,6 +185,7 @@ def test_path_of() -> None:
     assert path_of("http://h/%e3%83%84") == "/%E3%83%84"
 
 
+@pytest.mark.serial  # a wall-clock bound
 def test_pathological_wildcards_are_fast() -> None:
     rules = RobotsRules.parse(("User-agent: *\nDisallow: /" + "*a" * 200 + "b$\n").encode())
     started = time.perf_counter()

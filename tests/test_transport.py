@@ -37,6 +37,9 @@ from harvestman.model.records import HttpRequest, HttpResponse
 from harvestman.net.addrguard import AddressGuard
 from tests.support.httpserver import RawServer, RouteServer, raw_response, read_request
 
+# Wall-clock bounds on timeouts: .ci/run runs this file alone, after the rest.
+pytestmark = pytest.mark.serial
+
 T = TypeVar("T")
 LOOPBACK = AddressGuard(["127.0.0.0/8"])
 BODY = b"<html><body>" + b"hello harvestman " * 4000 + b"</body></html>"
