@@ -12,17 +12,38 @@ from __future__ import annotations
 
 import os
 from collections.abc import Generator
+from pathlib import Path
 
 import pytest
 
 from tests.support.httpserver import route_server  # noqa: F401 (a fixture: pytest finds it here)
 from tests.support.postgres import PostgresServer, PostgresUnavailable
 
+# The folder of the PostgreSQL server a pytest-xdist controller started for its workers to share.
+SHARED_POSTGRES = "HARVESTMAN_TEST_POSTGRES"
+_POSTGRES_KEY = pytest.StashKey[PostgresServer]()
+
 
 def pytest_configure(config: pytest.Config) -> None:
-    """Register the intended_skip marker."""
+    """Register the intended_skip marker; as pytest-xdist's controller, start the run's one PostgreSQL
+    server, which every worker then shares (its folder in SHARED_POSTGRES, inherited by the workers)."""
     config.addinivalue_line(
         "markers", "intended_skip: a skip not about a missing part, so it stays a skip in CI (conftest.py)")
+    if getattr(config.option, "numprocesses", None) and not hasattr(config, "workerinput"):
+        try:
+            server = PostgresServer().start()
+        except PostgresUnavailable:
+            return  # each worker's fixture tries again and skips saying why
+        config.stash[_POSTGRES_KEY] = server
+        os.environ[SHARED_POSTGRES] = str(server.tmp)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """Stop the PostgreSQL server pytest_configure started, after every worker is done with it."""
+    server = config.stash.get(_POSTGRES_KEY, None)
+    if server is not None:
+        os.environ.pop(SHARED_POSTGRES, None)
+        server.stop()
 
 
 def in_ci() -> bool:
@@ -60,12 +81,16 @@ def pytest_make_collect_report(collector: pytest.Collector) -> Generator[None]:
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Generator[PostgresServer]:
-    """One private PostgreSQL server for the whole session (tests/support/postgres.py), or a skip; one
-    per worker when pytest-xdist spreads the tests over the cores (.ci/run)."""
+    """One private PostgreSQL server for the whole run (tests/support/postgres.py), or a skip; when
+    pytest-xdist spreads the tests over the cores (.ci/run), the one its controller started."""
     try:
         import psycopg  # noqa: F401
     except ImportError:
         pytest.skip("psycopg is not installed: pip install 'harvestman[postgres]'")
+    shared = os.environ.get(SHARED_POSTGRES)
+    if shared:
+        yield PostgresServer(folder=Path(shared))
+        return
     try:
         server = PostgresServer().start()
     except PostgresUnavailable as exc:

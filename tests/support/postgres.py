@@ -49,21 +49,25 @@ def find_bindir() -> Path:
 class PostgresServer:
     """One private PostgreSQL cluster: started on entering, stopped and removed on leaving."""
 
-    def __init__(self, *, durable: bool = False) -> None:
+    def __init__(self, *, durable: bool = False, folder: Path | None = None) -> None:
+        """A new cluster in a folder of its own; or (`folder`) the running server another process
+        started there, whose databases this one adds to and which it never stops or removes."""
         self.bindir = find_bindir()
         self.durable = durable
-        self.tmp = Path(tempfile.mkdtemp(prefix="hm-pg-"))
+        self.owned = folder is None
+        self.tmp = folder or Path(tempfile.mkdtemp(prefix="hm-pg-"))
         self.data = self.tmp / "data"
         self.proc: subprocess.Popen[bytes] | None = None
         self._next_db = 0
         # initdb refuses root: run the cluster as an unprivileged user that owns the folder.
         self._user: int | None = None
         self._group: int | None = None
-        if os.geteuid() == 0:
+        if os.geteuid() == 0 and self.owned:
             nobody = pwd.getpwnam("nobody")
             self._user, self._group = nobody.pw_uid, nobody.pw_gid
             os.chown(self.tmp, nobody.pw_uid, nobody.pw_gid)
-        os.chmod(self.tmp, 0o755)
+        if self.owned:
+            os.chmod(self.tmp, 0o755)
 
     def _run(self, *args: str) -> subprocess.CompletedProcess[bytes]:
         return subprocess.run([str(self.bindir / args[0]), *args[1:]], capture_output=True, cwd=self.tmp,
@@ -150,7 +154,9 @@ class PostgresServer:
         self.remove()
 
     def remove(self) -> None:
-        """Delete the cluster's folder."""
+        """Delete the cluster's folder (not another process's)."""
+        if not self.owned:
+            return
         with contextlib.suppress(OSError):
             shutil.rmtree(self.tmp)
 
