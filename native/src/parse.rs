@@ -77,6 +77,21 @@ const TEXT_ELEMENTS: [&[u8]; 10] = [
 fn bare_equals_text_tag(html: &[u8]) -> bool {
     for at in memchr::memchr_iter(b'<', html) {
         let rest = &html[at + 1..];
+        // The names' first two letters, lower-cased: most tags (<p>, <span>, <td>...) are none of
+        // them and cost a compare or two.
+        if !matches!(
+            rest.get(..2).map(|two| [two[0] | 0x20, two[1] | 0x20]),
+            Some(
+                [b't', b'i' | b'e']
+                    | [b's', b'c' | b't']
+                    | [b'x', b'm']
+                    | [b'i', b'f']
+                    | [b'n', b'o']
+                    | [b'p', b'l']
+            )
+        ) {
+            continue;
+        }
         let Some(name) = TEXT_ELEMENTS.iter().find(|name| {
             rest.len() > name.len()
                 && rest[..name.len()].eq_ignore_ascii_case(name)
