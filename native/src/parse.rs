@@ -71,11 +71,15 @@ const TEXT_ELEMENTS: [&[u8]; 10] = [
     b"noscript",
 ];
 
-/// A start tag of a TEXT_ELEMENTS element that ends in an attribute's `=` (`<title f=>`): lol_html
-/// 3.0.3 goes on in its data state after such a tag (before_attribute_value_state's `>`), reading
-/// tags where the tree reads text. An unclosed tag counts too: either way Python parses the page.
-fn bare_equals_text_tag(html: &[u8]) -> bool {
+/// One pass over a page's `<`s: how many there are (for the depth guard), and whether a start tag
+/// of a TEXT_ELEMENTS element ends in an attribute's `=` (`<title f=>`; the count is then cut short):
+/// lol_html 3.0.3 goes on in its data state after such a tag (before_attribute_value_state's `>`),
+/// reading tags where the tree reads text. An unclosed tag counts too: either way Python parses the
+/// page.
+fn scan_tags(html: &[u8]) -> (usize, bool) {
+    let mut count = 0;
     for at in memchr::memchr_iter(b'<', html) {
+        count += 1;
         let rest = &html[at + 1..];
         // The names' first two letters, lower-cased: most tags (<p>, <span>, <td>...) are none of
         // them and cost a compare or two.
@@ -122,10 +126,10 @@ fn bare_equals_text_tag(html: &[u8]) -> bool {
             }
         }
         if !closed || last == b'=' {
-            return true;
+            return (count, true);
         }
     }
-    false
+    (count, false)
 }
 
 /// Where a link was found: harvestman.model.records.LinkKind, in the order crawl/parse.py passes
@@ -605,10 +609,8 @@ fn refresh_target(content: &str) -> Result<Option<&str>, ()> {
 /// guard, and one with NUL characters, which the tree turns into U+FFFD).
 pub fn parse(html: &str, url: &str, max_links: usize) -> Option<Page> {
     let bytes = html.as_bytes();
-    if bytes.contains(&0)
-        || bare_equals_text_tag(bytes)
-        || (bytes.iter().filter(|&&b| b == b'<').count() > TAG_COUNT_CHECK && too_deep(bytes))
-    {
+    let (tags, bare_equals) = scan_tags(bytes);
+    if bare_equals || bytes.contains(&0) || (tags > TAG_COUNT_CHECK && too_deep(bytes)) {
         return None;
     }
     let g = gather(html)?;
