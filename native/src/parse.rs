@@ -785,6 +785,10 @@ mod tests {
             "<svg><style><foreignObject></style><title/>/",
             "<title f=><h",
             "<title f=><a href=/x></title>",
+            // and two that ~10^6 pages of random markup found without SVG_DRAWING's rule (none with
+            // it): a breakout tag in SVG, and HTML in MathML's <mi>.
+            "<svg></textarea><svg><body><![CDATA[<a href=/x><text>",
+            "</text></b><svg><math><mi></textarea><textarea><a href=/y>",
             "<script f= ><a href=/x></script><a href=/z>",
         ] {
             assert!(parse(page, "http://h/", 10).is_none(), "{page}");
